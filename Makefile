@@ -1,0 +1,58 @@
+# toposched developer entry points. Everything runs from a fresh clone: the Python
+# environment goes to .venv, the Kubernetes binaries to a cache outside the repo.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
+PACKAGES := toposched apis operators exporter schedhook
+
+.PHONY: help run test lint unit integration cluster cluster-down cluster-status binaries venv clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed ## create the Python environment in .venv
+
+binaries: ## build the pinned Kubernetes, etcd, kwok and helm binaries (cached)
+	hack/build-binaries.sh >/dev/null
+
+cluster: ## start the local control plane (idempotent); kubeconfig in .cluster/kubeconfig
+	hack/cluster.sh up
+
+cluster-down: ## stop exactly the processes `make cluster` started
+	hack/cluster.sh down
+
+cluster-status: ## show whether the local control plane is up
+	hack/cluster.sh status
+
+run: venv cluster ## the main job on the local control plane: install CRDs and examples, show them
+	hack/run.sh
+
+lint: venv ## ruff, mypy --strict and the import contracts
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+unit: venv ## pure unit tests (no cluster)
+	$(VENV)/bin/pytest tests/unit
+
+integration: venv ## tests against the local control plane (started on demand, reused if up)
+	$(VENV)/bin/pytest tests/integration
+
+test: lint ## everything: lint, unit and integration tests
+	$(VENV)/bin/pytest tests
+
+clean: ## remove the Python environment and the local cluster state
+	-hack/cluster.sh down
+	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,44 @@
+"""API groups, label keys and annotation names: the one place these strings are spelled."""
+
+from typing import Final
+
+APPGROUP_GROUP: Final = "appgroup.diktyo.x-k8s.io"
+APPGROUP_VERSION: Final = "v1alpha1"
+APPGROUP_PLURAL: Final = "appgroups"
+APPGROUP_KIND: Final = "AppGroup"
+
+NETWORKTOPOLOGY_GROUP: Final = "networktopology.diktyo.x-k8s.io"
+NETWORKTOPOLOGY_VERSION: Final = "v1alpha1"
+NETWORKTOPOLOGY_PLURAL: Final = "networktopologies"
+NETWORKTOPOLOGY_KIND: Final = "NetworkTopology"
+
+NRT_GROUP: Final = "topology.node.k8s.io"
+NRT_VERSION: Final = "v1alpha2"
+NRT_PLURAL: Final = "noderesourcetopologies"
+NRT_KIND: Final = "NodeResourceTopology"
+
+# Pod labels that tie a pod to its AppGroup and to one workload of it (upstream spelling).
+APPGROUP_LABEL: Final = "appgroup.diktyo.x-k8s.io"
+WORKLOAD_LABEL: Final = "appgroup.diktyo.x-k8s.io.workload"
+
+# Node labels the network costs are keyed by.
+REGION_LABEL: Final = "topology.kubernetes.io/region"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+
+# Weight names with a meaning to the upstream NetworkOverhead plugin.
+WEIGHT_USER_DEFINED: Final = "UserDefined"
+WEIGHT_NETPERF: Final = "NetperfCosts"
+
+# Pod-level NUMA policy annotation (koordinator's spelling, so its users need not relabel).
+NUMA_TOPOLOGY_SPEC_ANNOTATION: Final = "scheduling.koordinator.sh/numa-topology-spec"
+
+# NodeResourceTopology conventions.
+NRT_ZONE_TYPE_NODE: Final = "Node"
+NRT_ZONE_PREFIX: Final = "node-"
+NRT_ATTR_TOPOLOGY_MANAGER_POLICY: Final = "topologyManagerPolicy"
+NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: Final = "topologyManagerScope"
+NRT_PROTECTED_GROUP_APPROVAL: Final = "https://github.com/kubernetes/enhancements/pull/1870"
+
+# Everything toposched itself writes is marked with this prefix.
+TOPOSCHED_PREFIX: Final = "toposched.io"
+FIELD_MANAGER: Final = "toposched"

@@ -1,0 +1,1 @@
+"""Node exporter: sysfs NUMA topology and kubelet PodResources to NodeResourceTopology."""

@@ -1,0 +1,1 @@
+"""Kopf operators of the suite: one module per CRD (AppGroup, NetworkTopology)."""

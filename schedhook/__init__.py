@@ -1,0 +1,1 @@
+"""Scheduler extender and admission webhooks that place pods NUMA- and network-aware."""

@@ -1,0 +1,65 @@
+"""Fixtures for tests against the real local control plane.
+
+The control plane is started on demand by ``hack/cluster.sh up`` (or reused when it is
+already running); each test gets a namespace of its own, deleted afterwards.
+"""
+
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from tests.paths import CRDS, REPO
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Path:
+    """Kubeconfig of the local control plane, which is started if it is not running."""
+    subprocess.run([str(REPO / "hack" / "cluster.sh"), "up"], check=True, stdout=subprocess.DEVNULL)
+    path = REPO / ".cluster" / "kubeconfig"
+    assert path.is_file(), f"hack/cluster.sh up did not write {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
+def kubectl(kubeconfig: Path) -> list[str]:
+    """The pinned kubectl, aimed at the local control plane."""
+    bin_dir = subprocess.run(
+        [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return [os.path.join(bin_dir, "kubectl"), "--kubeconfig", str(kubeconfig)]
+
+
+@pytest.fixture(scope="session")
+def crds(kubectl: list[str]) -> None:
+    """The project's CRDs, applied from crds/ and established."""
+    subprocess.run([*kubectl, "apply", "--server-side", "-f", str(CRDS)], check=True, capture_output=True)
+    subprocess.run(
+        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CRDS)],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="session")
+async def api(kubeconfig: Path) -> AsyncIterator[client.ApiClient]:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api_client:
+        yield api_client
+
+
+@pytest.fixture
+async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
+    """A fresh namespace for one test."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    await core.delete_namespace(name)

@@ -1,0 +1,3 @@
+from toposched.cli import main
+
+raise SystemExit(main())

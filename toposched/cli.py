@@ -1,0 +1,51 @@
+"""The ``toposched`` command.
+
+Each subcommand lives in its component's package and is imported only when it runs, so
+``toposched exporter`` never loads Kopf and ``toposched --help`` loads nothing at all.
+A subcommand module provides ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from toposched import __version__
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    module: str
+
+
+COMMANDS: tuple[Command, ...] = ()
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toposched",
+        description="Topology-aware Kubernetes scheduling: NUMA zones in nodes, network costs between zones.",
+    )
+    parser.add_argument("--version", action="version", version=f"toposched {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
+    for command in COMMANDS:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        if command.name == selected:
+            module = importlib.import_module(command.module)
+            module.add_arguments(sub)
+            sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    selected = args_list[0] if args_list and not args_list[0].startswith("-") else None
+    parser = build_parser(selected)
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return int(args.run(args))

@@ -38,6 +38,8 @@ async def create(api: client.ApiClient, namespace: str, body: dict[str, Any]) ->
     model = MODELS[body["kind"]]
     objects = client.CustomObjectsApi(api)
     if model.NAMESPACED:
+        body = copy.deepcopy(body)
+        body["metadata"]["namespace"] = namespace
         created = await objects.create_namespaced_custom_object(
             model.GROUP, model.VERSION, namespace, model.PLURAL, body
         )
@@ -108,7 +110,7 @@ def _cost_too_high(body: dict[str, Any]) -> None:
         (
             "networktopology.yaml",
             _negative_cost,
-            "networkCost: Invalid value: -5: should be greater than or equal to 0",
+            "networkCost in body should be greater than or equal to 0",
         ),
         ("appgroup-online-boutique.yaml", _unknown_algorithm, 'Unsupported value: "QuickSort"'),
         ("noderesourcetopology.yaml", _no_zones, "zones: Required value"),
@@ -154,6 +156,7 @@ async def test_status_is_a_subresource(api: client.ApiClient, namespace: str) ->
         AppGroup.PLURAL,
         stored["metadata"]["name"],
         {"status": {"runningWorkloads": 3}},
+        _content_type="application/merge-patch+json",
     )
     assert patched["status"] == {"runningWorkloads": 3}
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make run`: the main job on the local control plane. Installs the CRDs and the example
+# objects and shows them the way a user would look at them.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=$("$repo/hack/build-binaries.sh")
+export KUBECONFIG="$repo/.cluster/kubeconfig"
+kubectl=("$bin/kubectl")
+namespace=toposched-demo
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "control plane"
+"${kubectl[@]}" get --raw /readyz && echo
+
+step "CRDs (from crds/)"
+"${kubectl[@]}" apply --server-side -f "$repo/crds/"
+"${kubectl[@]}" wait --for=condition=Established --timeout=60s -f "$repo/crds/"
+
+step "examples (from examples/) in namespace $namespace"
+"${kubectl[@]}" create namespace "$namespace" --dry-run=client -o yaml | "${kubectl[@]}" apply -f -
+"${kubectl[@]}" apply --server-side -n "$namespace" -f "$repo/examples/"
+
+step "kubectl get appgroups,networktopologies -n $namespace"
+"${kubectl[@]}" get appgroups,networktopologies -n "$namespace"
+step "kubectl get noderesourcetopologies"
+"${kubectl[@]}" get noderesourcetopologies
+
+cat <<EOF
+
+Try:
+  export KUBECONFIG=$KUBECONFIG PATH=$bin:\$PATH
+  kubectl explain appgroup.spec.workloads.dependencies
+  kubectl get nrt worker-1 -o yaml
+EOF

@@ -50,8 +50,9 @@ unit: venv ## pure unit tests (no cluster)
 integration: venv ## tests against the local control plane (started on demand, reused if up)
 	$(VENV)/bin/pytest tests/integration
 
+# pytest exits 5 when it collects no test; that is not a failure.
 test: lint ## everything: lint, unit and integration tests
-	$(VENV)/bin/pytest tests
+	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
 
 clean: ## remove the Python environment and the local cluster state
 	-hack/cluster.sh down

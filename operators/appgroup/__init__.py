@@ -1,0 +1,1 @@
+"""AppGroup operator: placement order, running-pod count and conditions in the AppGroup status."""

@@ -64,9 +64,7 @@ class NetworkTopology(KubeObject):
     PLURAL = NETWORKTOPOLOGY_PLURAL
     NAMESPACED = True
 
-    api_version: Literal["networktopology.diktyo.x-k8s.io/v1alpha1"] = (
-        "networktopology.diktyo.x-k8s.io/v1alpha1"
-    )
+    api_version: Literal["networktopology.diktyo.x-k8s.io/v1alpha1"] = "networktopology.diktyo.x-k8s.io/v1alpha1"
     kind: Literal["NetworkTopology"] = "NetworkTopology"
     spec: NetworkTopologySpec
     status: NetworkTopologyStatus | None = None

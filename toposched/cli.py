@@ -21,7 +21,10 @@ class Command:
     module: str
 
 
-COMMANDS: tuple[Command, ...] = ()
+COMMANDS: tuple[Command, ...] = (
+    Command("operator", "run the operators (AppGroup order and status)", "operators.cli"),
+    Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
+)
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from apis.appgroup import AppGroupSpec, SortingAlgorithm
 
 
-class InvalidSpec(ValueError):
+class InvalidSpecError(ValueError):
     """The spec cannot be turned into a graph; the message lists every problem found."""
 
     def __init__(self, problems: Sequence[str]) -> None:
@@ -42,7 +42,7 @@ class SortResult:
 
 
 def build_graph(spec: AppGroupSpec) -> Graph:
-    """The dependency graph of a spec, or InvalidSpec naming each problem precisely.
+    """The dependency graph of a spec, or InvalidSpecError naming each problem precisely.
 
     Workloads are identified by ``selector`` (the pod label value the scheduler matches on);
     a dependency must name an existing workload with the same selector and name.
@@ -53,7 +53,9 @@ def build_graph(spec: AppGroupSpec) -> Graph:
     for i, item in enumerate(spec.workloads):
         w = item.workload
         if w.selector in index:
-            problems.append(f"workloads[{i}]: selector {w.selector!r} is already used by workloads[{index[w.selector]}]")
+            problems.append(
+                f"workloads[{i}]: selector {w.selector!r} is already used by workloads[{index[w.selector]}]"
+            )
         else:
             index[w.selector] = i
         if w.name in names:
@@ -84,7 +86,7 @@ def build_graph(spec: AppGroupSpec) -> Graph:
                 mine.append(target)
         deps.append(tuple(mine))
     if problems:
-        raise InvalidSpec(problems)
+        raise InvalidSpecError(problems)
     return Graph(
         selectors=tuple(item.workload.selector for item in spec.workloads),
         names=tuple(item.workload.name for item in spec.workloads),
@@ -251,6 +253,11 @@ def sort_graph(graph: Graph, algorithm: SortingAlgorithm) -> SortResult:
     return SortResult(order=[s[i] for i in order], cycles=[[s[i] for i in c] for c in cycles])
 
 
+def describe_cycles(cycles: Sequence[Sequence[str]]) -> str:
+    """``dependency cycle among a, b, c; dependency cycle among x, y`` (members in spec order)."""
+    return "; ".join("dependency cycle among " + ", ".join(cycle) for cycle in cycles)
+
+
 def sort_spec(spec: AppGroupSpec) -> SortResult:
-    """The placement order of a spec with its own algorithm; raises InvalidSpec."""
+    """The placement order of a spec with its own algorithm; raises InvalidSpecError."""
     return sort_graph(build_graph(spec), spec.topology_sorting_algorithm)

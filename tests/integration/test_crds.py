@@ -48,9 +48,7 @@ async def create(api: client.ApiClient, namespace: str, body: dict[str, Any]) ->
         body = copy.deepcopy(body)
         body["metadata"]["name"] = f"{body['metadata']['name']}-{uuid.uuid4().hex[:6]}"
         created = await objects.create_cluster_custom_object(model.GROUP, model.VERSION, model.PLURAL, body)
-        await objects.delete_cluster_custom_object(
-            model.GROUP, model.VERSION, model.PLURAL, body["metadata"]["name"]
-        )
+        await objects.delete_cluster_custom_object(model.GROUP, model.VERSION, model.PLURAL, body["metadata"]["name"])
     assert isinstance(created, dict)
     return created
 
@@ -60,15 +58,11 @@ async def create(api: client.ApiClient, namespace: str, body: dict[str, Any]) ->
     ["appgroup-online-boutique.yaml", "networktopology.yaml", "noderesourcetopology.yaml"],
     ids=["appgroup", "networktopology", "noderesourcetopology"],
 )
-async def test_upstream_example_is_accepted_and_round_trips(
-    api: client.ApiClient, namespace: str, name: str
-) -> None:
+async def test_upstream_example_is_accepted_and_round_trips(api: client.ApiClient, namespace: str, name: str) -> None:
     body = fixture(name)
     stored = await create(api, namespace, body)
     # The server keeps every field the upstream example has (nothing pruned) ...
-    assert {k: v for k, v in stored.items() if k != "metadata"} == {
-        k: v for k, v in body.items() if k != "metadata"
-    }
+    assert {k: v for k, v in stored.items() if k != "metadata"} == {k: v for k, v in body.items() if k != "metadata"}
     # ... and what it returns survives a parse and dump through apis/ unchanged.
     assert MODELS[body["kind"]].from_dict(stored).to_dict() == stored
 

@@ -74,9 +74,7 @@ def test_bad_quantity_is_a_clear_error(text: str) -> None:
 
 def test_bad_quantity_in_an_object_names_the_field() -> None:
     data = load(EXAMPLES / "networktopology.yaml")
-    data["spec"]["weights"][0]["topologyList"][0]["originList"][0]["costList"][0]["bandwidthCapacity"] = (
-        "lots"
-    )
+    data["spec"]["weights"][0]["topologyList"][0]["originList"][0]["costList"][0]["bandwidthCapacity"] = "lots"
     with pytest.raises(ValidationError, match="bandwidthCapacity"):
         NetworkTopology.from_dict(data)
 

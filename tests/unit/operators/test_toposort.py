@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.appgroup import AppGroupSpec, SortingAlgorithm
-from operators.appgroup.toposort import InvalidSpec, sort_spec
+from operators.appgroup.toposort import InvalidSpecError, sort_spec
 
 A = SortingAlgorithm
 
@@ -111,13 +111,25 @@ def test_name_differs_from_selector() -> None:
     ("deps", "algorithm", "order", "cycles"),
     [
         ({"a": ["b"], "b": ["a"]}, A.KAHN, ["a", "b"], [["a", "b"]]),
-        ({"x": ["a"], "a": ["b"], "b": ["c"], "c": ["a"], "z": []}, A.KAHN, ["x", "a", "b", "c", "z"], [["a", "b", "c"]]),
+        (
+            {"x": ["a"], "a": ["b"], "b": ["c"], "c": ["a"], "z": []},
+            A.KAHN,
+            ["x", "a", "b", "c", "z"],
+            [["a", "b", "c"]],
+        ),
         ({"a": ["b"], "b": ["a"], "c": ["d"], "d": ["c"]}, A.KAHN, ["a", "b", "c", "d"], [["a", "b"], ["c", "d"]]),
         ({"a": ["b"], "b": ["a", "c"], "c": []}, A.TARJAN, ["a", "b", "c"], [["a", "b"]]),
         ({"a": ["b"], "b": ["a", "c"], "c": []}, A.REVERSE_TARJAN, ["c", "b", "a"], [["a", "b"]]),
         ({"c": [], "b": ["a"], "a": ["b", "c"]}, A.KAHN, ["b", "a", "c"], [["b", "a"]]),
     ],
-    ids=["two-cycle", "three-cycle-with-tails", "two-cycles", "tarjan-cycle", "reverse-tarjan-cycle", "spec-order-members"],
+    ids=[
+        "two-cycle",
+        "three-cycle-with-tails",
+        "two-cycles",
+        "tarjan-cycle",
+        "reverse-tarjan-cycle",
+        "spec-order-members",
+    ],
 )
 def test_cycles_are_condensed(
     deps: dict[str, list[str]], algorithm: SortingAlgorithm, order: list[str], cycles: list[list[str]]
@@ -140,7 +152,7 @@ def test_cycles_are_condensed(
 def test_invalid_spec_is_reported_precisely(
     deps: dict[str, list[str]], names: dict[str, str] | None, message: str
 ) -> None:
-    with pytest.raises(InvalidSpec) as info:
+    with pytest.raises(InvalidSpecError) as info:
         sort_spec(spec(deps, names=names))
     assert message in info.value.problems
 
@@ -158,7 +170,7 @@ def test_duplicate_selector_and_mismatched_name() -> None:
             ],
         }
     )
-    with pytest.raises(InvalidSpec) as info:
+    with pytest.raises(InvalidSpecError) as info:
         sort_spec(bad)
     assert info.value.problems == [
         "workloads[1]: selector 's' is already used by workloads[0]",

@@ -1,0 +1,66 @@
+"""Entry module of the operator suite: ``kopf run -m operators.main`` or ``toposched operator``.
+
+Importing it registers every handler module; the start-up handler builds what they share.
+"""
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+import prometheus_client
+
+from operators import k8s
+from operators.appgroup import handlers as appgroup_handlers
+from operators.runtime import Runtime
+from operators.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@kopf.on.startup()
+async def start(
+    settings: kopf.OperatorSettings,
+    memo: Any,
+    **kwargs: Any,
+) -> None:
+    config = Settings.from_env()
+    # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
+    settings.peering.standalone = True
+    settings.watching.server_timeout = 300
+    settings.networking.error_backoffs = [1, 2, 5, 10, 20]
+    runtime = Runtime(settings=config, api=await k8s.connect())
+    memo["runtime"] = runtime
+    if config.metrics_port:
+        prometheus_client.start_http_server(config.metrics_port)
+    # Indexes reach every handler as keyword arguments; the reconciler keeps them for its
+    # background runs (coalesced pod events, leadership changes).
+    memo["appgroup_reconciler"] = appgroup_handlers.AppGroupReconciler(
+        runtime, kwargs["appgroup_bodies"], kwargs["appgroup_pods"]
+    )
+
+    async def elected() -> None:
+        await memo["appgroup_reconciler"].reconcile_all()
+
+    if config.leader_election:
+        runtime.tasks.append(
+            asyncio.create_task(
+                runtime.leadership.run(runtime.api, config.lease_namespace, config.lease_name, config.identity, elected)
+            )
+        )
+    else:
+        runtime.leadership.grant_unconditionally()
+
+
+@kopf.on.cleanup()
+async def stop(memo: Any, **_: Any) -> None:
+    runtime: Runtime | None = memo.get("runtime")
+    if runtime is None:
+        return
+    for task in runtime.tasks:
+        task.cancel()
+    await asyncio.gather(*runtime.tasks, return_exceptions=True)
+    reconciler = memo.get("appgroup_reconciler")
+    if reconciler is not None:
+        await reconciler.coalescer.close()
+    await runtime.api.close()

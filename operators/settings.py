@@ -1,0 +1,33 @@
+"""Operator settings, read once at start-up from TOPOSCHED_* environment variables."""
+
+import os
+import socket
+from dataclasses import dataclass
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"TOPOSCHED_{name}", default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    metrics_port: int
+    """Port of the Prometheus /metrics endpoint; 0 turns it off."""
+    leader_election: bool
+    """Take a Lease before writing, so that only one of several replicas acts."""
+    lease_namespace: str
+    lease_name: str
+    identity: str
+    coalesce_seconds: float
+    """Pod events within this window become one status write per AppGroup."""
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        return cls(
+            metrics_port=int(_env("METRICS_PORT", "9090")),
+            leader_election=_env("LEADER_ELECTION", "true").lower() in ("1", "true", "yes"),
+            lease_namespace=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
+            lease_name=_env("LEASE_NAME", "toposched-operator"),
+            identity=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
+            coalesce_seconds=float(_env("COALESCE_SECONDS", "0.2")),
+        )

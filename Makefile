@@ -47,11 +47,12 @@ lint: venv ## ruff, mypy --strict and the import contracts
 unit: venv ## pure unit tests (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: venv ## tests against the local control plane (started on demand, reused if up)
+integration: venv binaries ## tests against the local control plane (started on demand, reused if up)
 	$(VENV)/bin/pytest tests/integration
 
+# The binaries are built before pytest starts, so a first build does not count against test timeouts.
 # pytest exits 5 when it collects no test; that is not a failure.
-test: lint ## everything: lint, unit and integration tests
+test: lint binaries ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
 
 clean: ## remove the Python environment and the local cluster state

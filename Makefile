@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 PACKAGES := toposched apis operators exporter schedhook
 
-.PHONY: help run test lint unit integration cluster cluster-down cluster-status binaries venv clean
+.PHONY: help run test lint unit integration bench cluster cluster-down cluster-status binaries venv clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ integration: venv binaries ## tests against the local control plane (started on 
 # pytest exits 5 when it collects no test; that is not a failure.
 test: lint binaries ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
+
+bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
+	$(PY) -m bench
 
 clean: ## remove the Python environment and the local cluster state
 	-hack/cluster.sh down

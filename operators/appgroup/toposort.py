@@ -63,33 +63,34 @@ def build_graph(spec: AppGroupSpec) -> Graph:
         else:
             names[w.name] = w.selector
 
+    workload_names = [item.workload.name for item in spec.workloads]
     deps: list[tuple[int, ...]] = []
     for i, item in enumerate(spec.workloads):
         mine: list[int] = []
         for j, dep in enumerate(item.dependencies or ()):
-            where = f"workloads[{i}] ({item.workload.selector}).dependencies[{j}]"
             target = index.get(dep.workload.selector)
+            if target is not None and dep.workload.name == workload_names[target] and target != i and target not in mine:
+                mine.append(target)
+                continue
+            # The slow path only runs for a bad dependency, to say exactly what is wrong.
+            where = f"workloads[{i}] ({item.workload.selector}).dependencies[{j}]"
             if target is None:
                 problems.append(f"{where}: no workload has selector {dep.workload.selector!r}")
-                continue
-            target_name = spec.workloads[target].workload.name
-            if dep.workload.name != target_name:
+            elif dep.workload.name != workload_names[target]:
                 problems.append(
                     f"{where}: names {dep.workload.name!r} but the workload with selector "
-                    f"{dep.workload.selector!r} is named {target_name!r}"
+                    f"{dep.workload.selector!r} is named {workload_names[target]!r}"
                 )
             elif target == i:
                 problems.append(f"{where}: a workload cannot depend on itself")
-            elif target in mine:
-                problems.append(f"{where}: {dep.workload.selector!r} is listed twice")
             else:
-                mine.append(target)
+                problems.append(f"{where}: {dep.workload.selector!r} is listed twice")
         deps.append(tuple(mine))
     if problems:
         raise InvalidSpecError(problems)
     return Graph(
         selectors=tuple(item.workload.selector for item in spec.workloads),
-        names=tuple(item.workload.name for item in spec.workloads),
+        names=tuple(workload_names),
         deps=tuple(deps),
     )
 

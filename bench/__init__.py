@@ -1,0 +1,1 @@
+"""Benchmarks: figures printed and written to bench/results/, never asserted in unit tests."""

@@ -1,0 +1,91 @@
+"""``make bench``: run the benchmarks and write bench/results/ (a JSON of every figure and a report).
+
+Needs the local control plane for the cluster scenarios; start it with ``make cluster``.
+"""
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import appgroup_latency, appgroup_sort
+from toposched import __version__
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    import psutil
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+    }
+
+
+def cluster_kubeconfig() -> Path:
+    status = subprocess.run([str(REPO / "hack" / "cluster.sh"), "status"], capture_output=True, text=True)
+    if status.returncode != 0:
+        sys.exit("bench: the local control plane is not up; run `make cluster` first")
+    return REPO / ".cluster" / "kubeconfig"
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [f"# toposched benchmarks ({results['when']})", "", f"toposched {results['version']}, {results['machine']}", ""]
+    sort = results["appgroup_sort"]
+    lines += [
+        f"## AppGroup sort: {sort['workloads']} workloads, {sort['edges']} dependencies (pure, no cluster)",
+        "",
+        "| step | median ms | min | max |",
+        "| --- | ---: | ---: | ---: |",
+        "| build graph (validation included) | {median:.2f} | {min:.2f} | {max:.2f} |".format(**sort["build_graph_ms"]),
+    ]
+    lines += [
+        f"| sort {name} | {s['median']:.2f} | {s['min']:.2f} | {s['max']:.2f} |" for name, s in sort["sort_ms"].items()
+    ]
+    lat = results["appgroup_latency"]["spec_to_status_ms"]
+    lines += [
+        "",
+        f"## AppGroup spec change -> status visible via watch ({results['appgroup_latency']['workloads']} workloads)",
+        "",
+        "| samples | median ms | p99 ms | min | max |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+        f"| {lat['n']} | {lat['median']:.1f} | {lat['p99']:.1f} | {lat['min']:.1f} | {lat['max']:.1f} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--full", action="store_true", help="more repetitions (slower)")
+    args = parser.parse_args()
+    kubeconfig = cluster_kubeconfig()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "version": __version__,
+        "machine": machine(),
+        "appgroup_sort": appgroup_sort.run(repeats=41 if args.full else 15),
+        "appgroup_latency": appgroup_latency.run(
+            kubeconfig, RESULTS / "operator.log", samples=200 if args.full else 60
+        ),
+    }
+    (RESULTS / "results.json").write_text(json.dumps(results, indent=2))
+    text = report(results)
+    (RESULTS / "report.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

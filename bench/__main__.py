@@ -40,7 +40,8 @@ def cluster_kubeconfig() -> Path:
 
 
 def report(results: dict[str, Any]) -> str:
-    lines = [f"# toposched benchmarks ({results['when']})", "", f"toposched {results['version']}, {results['machine']}", ""]
+    lines = [f"# toposched benchmarks ({results['when']})", ""]
+    lines += [f"toposched {results['version']}, {results['machine']}", ""]
     sort = results["appgroup_sort"]
     lines += [
         f"## AppGroup sort: {sort['workloads']} workloads, {sort['edges']} dependencies (pure, no cluster)",

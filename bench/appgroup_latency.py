@@ -29,7 +29,8 @@ async def _measure(kubeconfig: Path, workloads: int, samples: int, log: Path) ->
         operator.start()
         try:
             spec = random_dag_spec(workloads, max_deps=3, seed=2).model_dump(mode="json", by_alias=True)
-            body = {"apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1", "kind": "AppGroup", "metadata": {"name": "bench"}}
+            body = {"apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}", "kind": "AppGroup"}
+            body["metadata"] = {"name": "bench"}
             await objects.create_namespaced_custom_object(
                 AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, {**body, "spec": spec}
             )

@@ -9,6 +9,10 @@ from bench.stats import summary
 from operators.appgroup.toposort import build_graph, sort_graph
 
 
+def _info(name: str) -> dict[str, str]:
+    return {"kind": "Deployment", "name": name, "selector": name}
+
+
 def random_dag_spec(n: int, max_deps: int, seed: int) -> AppGroupSpec:
     """Workloads w0..w(n-1) in a shuffled spec order; each depends on up to ``max_deps`` later ones."""
     rng = random.Random(seed)
@@ -16,8 +20,8 @@ def random_dag_spec(n: int, max_deps: int, seed: int) -> AppGroupSpec:
     workloads = []
     for i in range(n):
         later = rng.sample(range(i + 1, n), min(max_deps, n - i - 1)) if i + 1 < n else []
-        deps = [{"workload": {"kind": "Deployment", "name": names[j], "selector": names[j]}} for j in later]
-        workloads.append({"workload": {"kind": "Deployment", "name": names[i], "selector": names[i]}, "dependencies": deps})
+        deps = [{"workload": _info(names[j])} for j in later]
+        workloads.append({"workload": _info(names[i]), "dependencies": deps})
     rng.shuffle(workloads)
     return AppGroupSpec.model_validate({"numMembers": n, "workloads": workloads})
 

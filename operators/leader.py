@@ -55,8 +55,25 @@ class Leadership:
             try:
                 await leaderelection.LeaderElection(cfg).run()
             except asyncio.CancelledError:
+                if self.leading.is_set():
+                    await self._release(api, namespace, name, identity)
                 raise
             except Exception:  # the apiserver may be restarting: keep campaigning
                 logger.exception("leader election failed; retrying")
                 self.leading.clear()
             await asyncio.sleep(2)
+
+    async def _release(self, api: client.ApiClient, namespace: str, name: str, identity: str) -> None:
+        """On a clean shutdown hand the Lease back, so a successor need not wait for it to expire."""
+        self.leading.clear()
+        coordination = client.CoordinationV1Api(api)
+        try:
+            async with asyncio.timeout(3):
+                lease = await coordination.read_namespaced_lease(name, namespace)
+                if lease.spec.holder_identity == identity:
+                    await coordination.patch_namespaced_lease(
+                        name, namespace, {"spec": {"holderIdentity": None, "leaseDurationSeconds": 1}}
+                    )
+                    logger.info("released the lease %s/%s", namespace, name)
+        except Exception as exc:  # best effort: the lease expires anyway
+            logger.warning("could not release the lease %s/%s: %s", namespace, name, exc)

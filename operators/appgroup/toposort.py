@@ -69,7 +69,8 @@ def build_graph(spec: AppGroupSpec) -> Graph:
         mine: list[int] = []
         for j, dep in enumerate(item.dependencies or ()):
             target = index.get(dep.workload.selector)
-            if target is not None and dep.workload.name == workload_names[target] and target != i and target not in mine:
+            valid = target is not None and dep.workload.name == workload_names[target]
+            if valid and target is not None and target != i and target not in mine:
                 mine.append(target)
                 continue
             # The slow path only runs for a bad dependency, to say exactly what is wrong.

@@ -29,7 +29,7 @@ async def _measure(kubeconfig: Path, workloads: int, samples: int, log: Path) ->
         operator.start()
         try:
             spec = random_dag_spec(workloads, max_deps=3, seed=2).model_dump(mode="json", by_alias=True)
-            body = {"apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}", "kind": "AppGroup"}
+            body: dict[str, Any] = {"apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}", "kind": "AppGroup"}
             body["metadata"] = {"name": "bench"}
             await objects.create_namespaced_custom_object(
                 AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, {**body, "spec": spec}
@@ -82,8 +82,12 @@ async def _measure(kubeconfig: Path, workloads: int, samples: int, log: Path) ->
                         {"spec": {"topologySortingAlgorithm": algorithm}},
                         _content_type="application/merge-patch+json",
                     )
+
+                    def caught_up(g: int = generation) -> bool:
+                        return g in seen
+
                     async with arrived:
-                        await asyncio.wait_for(arrived.wait_for(lambda g=generation: g in seen), 30)
+                        await asyncio.wait_for(arrived.wait_for(caught_up), 30)
                     latencies.append((seen[generation] - started) * 1000)
                     await asyncio.sleep(0.05)
             finally:

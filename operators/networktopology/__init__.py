@@ -1,0 +1,1 @@
+"""NetworkTopology operator: zone and region costs from measured latency, bandwidth bookkeeping."""

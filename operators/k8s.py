@@ -71,3 +71,38 @@ async def post_event(
     except client.ApiException as exc:
         # An event is a courtesy: losing one must not fail the reconcile that wrote the status.
         logger.warning("could not post %s event on %s/%s: %s", reason, meta["namespace"], meta["name"], exc.reason)
+
+
+async def read_configmap_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
+    """The ConfigMap's data, or None when it does not exist."""
+    try:
+        cm = await client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return dict(cm.data or {})
+
+
+async def patch_spec_field(
+    api: client.ApiClient,
+    kind: type[KubeObject],
+    namespace: str,
+    name: str,
+    resource_version: str,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
+    """Merge-patch part of the spec, only if the object is still at ``resource_version``.
+
+    A concurrent edit by the user makes this fail with 409 Conflict instead of being overwritten.
+    """
+    result: dict[str, Any] = await client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        kind.GROUP,
+        kind.VERSION,
+        namespace,
+        kind.PLURAL,
+        name,
+        {"metadata": {"resourceVersion": resource_version}, "spec": spec},
+        _content_type="application/merge-patch+json",
+    )
+    return result

@@ -12,6 +12,7 @@ import prometheus_client
 
 from operators import k8s
 from operators.appgroup import handlers as appgroup_handlers
+from operators.networktopology import handlers as networktopology_handlers
 from operators.runtime import Runtime
 from operators.settings import Settings
 
@@ -39,8 +40,19 @@ async def start(
         runtime, kwargs["appgroup_bodies"], kwargs["appgroup_pods"]
     )
 
+    nt = networktopology_handlers.NetworkTopologyReconciler(
+        runtime,
+        kwargs["networktopology_bodies"],
+        kwargs["topology_nodes"],
+        kwargs["appgroup_bodies"],
+        kwargs["appgroup_pods"],
+    )
+    memo["networktopology_reconciler"] = nt
+    runtime.tasks.append(asyncio.create_task(nt.resync_forever()))
+
     async def elected() -> None:
         await memo["appgroup_reconciler"].reconcile_all()
+        nt.poke_all()
 
     if config.leader_election:
         runtime.tasks.append(
@@ -60,7 +72,8 @@ async def stop(memo: Any, **_: Any) -> None:
     for task in runtime.tasks:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)
-    reconciler = memo.get("appgroup_reconciler")
-    if reconciler is not None:
-        await reconciler.coalescer.close()
+    for name in ("appgroup_reconciler", "networktopology_reconciler"):
+        reconciler = memo.get(name)
+        if reconciler is not None:
+            await reconciler.coalescer.close()
     await runtime.api.close()

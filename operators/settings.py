@@ -20,6 +20,12 @@ class Settings:
     identity: str
     coalesce_seconds: float
     """Pod events within this window become one status write per AppGroup."""
+    netperf_percentile: str
+    """Which measured percentile drives network costs: p50, p90 or p99."""
+    netperf_max_age_seconds: float
+    """Measurements older than this are reported as stale (and still used)."""
+    resync_seconds: float
+    """Every NetworkTopology is recomputed at least this often."""
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -30,4 +36,7 @@ class Settings:
             lease_name=_env("LEASE_NAME", "toposched-operator"),
             identity=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
             coalesce_seconds=float(_env("COALESCE_SECONDS", "0.2")),
+            netperf_percentile=_env("NETPERF_PERCENTILE", "p90"),
+            netperf_max_age_seconds=float(_env("NETPERF_MAX_AGE_SECONDS", "3600")),
+            resync_seconds=float(_env("RESYNC_SECONDS", "300")),
         )

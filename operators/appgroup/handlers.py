@@ -17,7 +17,7 @@ import kopf
 from pydantic import ValidationError
 
 from apis.appgroup import AppGroup
-from apis.constants import APPGROUP_GROUP, APPGROUP_LABEL, APPGROUP_PLURAL, APPGROUP_VERSION
+from apis.constants import APPGROUP_GROUP, APPGROUP_LABEL, APPGROUP_PLURAL, APPGROUP_VERSION, WORKLOAD_LABEL
 from operators import k8s, metrics
 from operators.appgroup.status import PodView, pod_view, reconcile
 from operators.runtime import Coalescer, Runtime
@@ -34,8 +34,11 @@ def appgroup_bodies(namespace: str | None, name: str, body: kopf.Body, **_: Any)
 
 
 @kopf.index("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
-def appgroup_pods(namespace: str | None, labels: kopf.Labels, status: kopf.Status, **_: Any) -> dict[Key, PodView]:
-    return {(namespace or "", labels[APPGROUP_LABEL]): pod_view(status)}
+def appgroup_pods(
+    namespace: str | None, labels: kopf.Labels, spec: kopf.Spec, status: kopf.Status, **_: Any
+) -> dict[Key, PodView]:
+    view = pod_view(status, node=spec.get("nodeName"), workload=labels.get(WORKLOAD_LABEL))
+    return {(namespace or "", labels[APPGROUP_LABEL]): view}
 
 
 class AppGroupReconciler:

@@ -24,6 +24,9 @@ class PodView:
     running: bool
     bound_at: datetime | None = None
     """When the pod was bound to a node (PodScheduled=True), None while pending."""
+    node: str | None = None
+    workload: str | None = None
+    """The pod's workload selector (label appgroup.diktyo.x-k8s.io.workload)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ def reconcile(appgroup: AppGroup, pods: Iterable[PodView], now: datetime) -> Rec
     return Reconciled(status=status, warnings=warnings)
 
 
-def pod_view(pod_status: Mapping[str, Any]) -> PodView:
+def pod_view(pod_status: Mapping[str, Any], node: str | None = None, workload: str | None = None) -> PodView:
     """The PodView of a pod's ``status`` as the apiserver returns it."""
     bound_at = None
     for condition in pod_status.get("conditions") or []:
@@ -96,4 +99,4 @@ def pod_view(pod_status: Mapping[str, Any]) -> PodView:
             stamp = condition.get("lastTransitionTime")
             if stamp:
                 bound_at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    return PodView(running=pod_status.get("phase") == "Running", bound_at=bound_at)
+    return PodView(running=pod_status.get("phase") == "Running", bound_at=bound_at, node=node, workload=workload)

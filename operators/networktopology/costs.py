@@ -60,6 +60,8 @@ class UnknownPair:
 class Computed:
     weight: WeightInfo
     unknown: list[UnknownPair] = field(default_factory=list)
+    kept: list[UnknownPair] = field(default_factory=list)
+    """Pairs without a usable measurement now whose last good cost was kept."""
     stale: list[tuple[str, str]] = field(default_factory=list)
     unlabeled_nodes: list[str] = field(default_factory=list)
 
@@ -167,8 +169,13 @@ def compute(
     allocated: Mapping[tuple[str, str, str], Decimal] | None = None,
     now: datetime | None = None,
     max_age: timedelta | None = None,
+    previous: WeightInfo | None = None,
 ) -> Computed:
-    """The NetperfCosts weight for these nodes and measurements."""
+    """The NetperfCosts weight for these nodes and measurements.
+
+    A pair is costed from its samples, else from ``previous`` (the last good NetperfCosts, so a
+    broken ConfigMap does not erase what was measured before), else from the user's entry.
+    """
     by_name = {n.name: n for n in nodes}
     samples: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for (origin, destination), ms in measurements.latency_ms.items():
@@ -183,17 +190,23 @@ def compute(
         samples[(key, y, x)].append(ms)  # round trip: the same sample serves both directions
 
     user = user_costs(user_weights)
+    last_good = user_costs([previous.model_copy(update={"name": "previous"})]) if previous else {}
     advertised = advertised_bandwidth(nodes)
     allocated = allocated or {}
     unknown: list[UnknownPair] = []
+    kept: list[UnknownPair] = []
     topology_list: list[TopologyInfo] = []
     for key, pairs in expected_pairs(nodes).items():
         by_origin: dict[str, list[CostInfo]] = defaultdict(list)
         for origin, destination in pairs:
             mine = user.get((key, origin, destination))
             found = samples.get((key, origin, destination))
+            before = last_good.get((key, origin, destination))
             if found:
                 cost = _median_ms(found)
+            elif before is not None:
+                cost = before.network_cost
+                kept.append(UnknownPair(key, origin, destination))
             elif mine is not None:
                 cost = mine.network_cost
             else:
@@ -230,6 +243,7 @@ def compute(
     return Computed(
         weight=WeightInfo(name=WEIGHT_NETPERF, topology_list=topology_list),
         unknown=unknown,
+        kept=kept,
         stale=stale,
         unlabeled_nodes=sorted(n.name for n in nodes if not (n.region and n.zone)),
     )

@@ -1,0 +1,181 @@
+"""The NetworkTopology operator as a real process: ConfigMap latencies and kwok nodes in, costs out."""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from apis.constants import REGION_LABEL, ZONE_LABEL
+from apis.networktopology import NetworkTopology
+from operators.networktopology.measurements import latency_key
+from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
+
+G, V, P = NetworkTopology.GROUP, NetworkTopology.VERSION, NetworkTopology.PLURAL
+
+
+@pytest.fixture
+def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    proc = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="nt-a", lease="toposched-nt")
+    proc.start()
+    yield proc
+    proc.stop()
+    print((tmp_path / "operator.log").read_text()[-4000:])
+
+
+@pytest.fixture
+async def nodes(api: client.ApiClient, namespace: str) -> AsyncIterator[dict[str, tuple[str, str]]]:
+    """Three kwok nodes in zones unique to this test: {node: (region, zone)}."""
+    layout = {
+        f"{namespace}-n1": (f"{namespace}-r1", f"{namespace}-z1"),
+        f"{namespace}-n2": (f"{namespace}-r1", f"{namespace}-z2"),
+        f"{namespace}-n3": (f"{namespace}-r2", f"{namespace}-z3"),
+    }
+    for name, (region, zone) in layout.items():
+        await ensure_kwok_node(api, name, {REGION_LABEL: region, ZONE_LABEL: zone})
+    yield layout
+    for name in layout:
+        await client.CoreV1Api(api).delete_node(name)
+
+
+def cm_data(namespace: str, values: dict[tuple[str, str], str]) -> dict[str, str]:
+    return {latency_key("p90", f"{namespace}-{o}", f"{namespace}-{d}"): v for (o, d), v in values.items()}
+
+
+async def put_configmap(api: client.ApiClient, namespace: str, data: dict[str, str]) -> None:
+    core = client.CoreV1Api(api)
+    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="netperf-metrics"), data=data)
+    try:
+        await core.replace_namespaced_config_map("netperf-metrics", namespace, body)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+        await core.create_namespaced_config_map(namespace, body)
+
+
+def user_weight(namespace: str) -> dict[str, Any]:
+    return {
+        "name": "UserDefined",
+        "topologyList": [
+            {
+                "topologyKey": ZONE_LABEL,
+                "originList": [
+                    {"origin": f"{namespace}-z1", "costList": [{"destination": f"{namespace}-z2", "networkCost": 9}]}
+                ],
+            }
+        ],
+    }
+
+
+async def create_nt(api: client.ApiClient, namespace: str) -> None:
+    body = {
+        "apiVersion": f"{G}/{V}",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "net"},
+        "spec": {"configmapName": "netperf-metrics", "weights": [user_weight(namespace)]},
+    }
+    await client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, namespace, P, body)
+
+
+async def get_nt(api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    result: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(G, V, namespace, P, "net")
+    return result
+
+
+def netperf_costs(obj: dict[str, Any], namespace: str) -> dict[tuple[str, str], int]:
+    """(origin, destination) -> cost of this test's zones and regions in the NetperfCosts weight."""
+    costs = {}
+    for weight in obj["spec"]["weights"]:
+        if weight["name"] != "NetperfCosts":
+            continue
+        for topology in weight["topologyList"]:
+            for origin in topology["originList"]:
+                for cost in origin.get("costList", []):
+                    if origin["origin"].startswith(namespace):
+                        o = origin["origin"].removeprefix(f"{namespace}-")
+                        d = cost["destination"].removeprefix(f"{namespace}-")
+                        costs[(o, d)] = cost["networkCost"]
+    return costs
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), {})
+
+
+async def costs_equal(api: client.ApiClient, namespace: str, expected: dict[tuple[str, str], int]) -> Any:
+    obj = await get_nt(api, namespace)
+    return obj if netperf_costs(obj, namespace) == expected else None
+
+
+@pytest.mark.usefixtures("operator")
+async def test_costs_from_measurements_follow_configmap_and_labels(
+    api: client.ApiClient, namespace: str, nodes: dict[str, tuple[str, str]]
+) -> None:
+    await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "2", ("n1", "n3"): "30", ("n2", "n3"): "40"}))
+    await create_nt(api, namespace)
+    expected = {("z1", "z2"): 2, ("z2", "z1"): 2, ("r1", "r2"): 35, ("r2", "r1"): 35}
+    obj = await wait_for(lambda: costs_equal(api, namespace, expected), what="NetperfCosts")
+    assert obj["spec"]["weights"][0] == user_weight(namespace)  # the user's entry, untouched and first
+    assert condition(obj, "Ready")["status"] == "True"
+    assert obj["status"]["nodeCount"] >= 3
+    assert obj["status"]["weightCalculationTime"]
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+
+    # A ConfigMap change reaches the CR within a second.
+    started = time.monotonic()
+    await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "6", ("n1", "n3"): "30", ("n2", "n3"): "40"}))
+    await wait_for(lambda: costs_equal(api, namespace, {**expected, ("z1", "z2"): 6, ("z2", "z1"): 6}), what="new cost")
+    assert time.monotonic() - started < 5
+
+    # Nothing changed -> nothing written: an unrelated key leaves the object alone.
+    before = (await get_nt(api, namespace))["metadata"]["resourceVersion"]
+    data = cm_data(namespace, {("n1", "n2"): "6", ("n1", "n3"): "30", ("n2", "n3"): "40"})
+    await put_configmap(api, namespace, {**data, "note": "unrelated"})
+    await asyncio.sleep(2)
+    assert (await get_nt(api, namespace))["metadata"]["resourceVersion"] == before
+
+    # Moving n2 into zone z1 removes the only zone pair of region r1.
+    await client.CoreV1Api(api).patch_node(f"{namespace}-n2", {"metadata": {"labels": {ZONE_LABEL: f"{namespace}-z1"}}})
+    await wait_for(lambda: costs_equal(api, namespace, {("r1", "r2"): 35, ("r2", "r1"): 35}), what="relabelled")
+
+
+@pytest.mark.usefixtures("operator", "nodes")
+async def test_bad_input_is_reported_and_last_good_costs_stay(api: client.ApiClient, namespace: str) -> None:
+    good = cm_data(namespace, {("n1", "n2"): "2", ("n1", "n3"): "30"})
+    await put_configmap(api, namespace, good)
+    await create_nt(api, namespace)
+    expected = {("z1", "z2"): 2, ("z2", "z1"): 2, ("r1", "r2"): 30, ("r2", "r1"): 30}
+    await wait_for(lambda: costs_equal(api, namespace, expected), what="NetperfCosts")
+
+    bad_key = latency_key("p90", f"{namespace}-n1", f"{namespace}-n2")
+    await put_configmap(api, namespace, {**good, bad_key: "fast", "netperf_p90_latency_microseconds.origin.a": "1"})
+
+    async def degraded() -> Any:
+        obj = await get_nt(api, namespace)
+        return obj if "fast" in condition(obj, "Degraded").get("message", "") else None
+
+    obj = await wait_for(degraded, what="Degraded condition")
+    message = condition(obj, "Degraded")["message"]
+    assert bad_key in message
+    assert "old microsecond key format" in message
+    assert f"kept the last good cost of 2 pairs: {namespace}-z1->{namespace}-z2" in message
+    assert netperf_costs(obj, namespace) == expected
+
+    await client.CoreV1Api(api).delete_namespaced_config_map("netperf-metrics", namespace)
+
+    async def unavailable() -> Any:
+        obj = await get_nt(api, namespace)
+        return obj if condition(obj, "Ready").get("reason") == "MeasurementsUnavailable" else None
+
+    obj = await wait_for(unavailable, what="MeasurementsUnavailable")
+    assert "netperf-metrics not found" in condition(obj, "Ready")["message"]
+    assert netperf_costs(obj, namespace) == expected
+
+    events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+    reasons = {e.reason for e in events.items if e.type == "Warning"}
+    assert {"Degraded", "MeasurementsUnavailable"} <= reasons

@@ -24,6 +24,9 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("operator", "run the operators (AppGroup order and status)", "operators.cli"),
     Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
+    Command(
+        "netcost", "print the network costs the operator would compute from files", "operators.networktopology.cli"
+    ),
 )
 
 

@@ -7,6 +7,7 @@
   one, otherwise it is left out and reported.
 """
 
+import logging
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from apis.constants import REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
+from apis.constants import NODE_BANDWIDTH_ANNOTATION, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
 from apis.networktopology import CostInfo, OriginInfo, TopologyInfo, WeightInfo
 from apis.quantity import parse_quantity
 from operators.networktopology.measurements import Measurements
+
+logger = logging.getLogger(__name__)
 
 KEYS = (REGION_LABEL, ZONE_LABEL)  # sorted: the upstream plugin expects sorted topology lists
 
@@ -67,6 +70,18 @@ class Computed:
 
 
 Pair = tuple[str, str]
+
+
+def node_info(name: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> NodeInfo:
+    """A node as the costs see it: its region and zone labels and the bandwidth it advertises."""
+    bandwidth = None
+    raw = annotations.get(NODE_BANDWIDTH_ANNOTATION)
+    if raw:
+        try:
+            bandwidth = parse_quantity(raw)
+        except ValueError:
+            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_ANNOTATION, raw)
+    return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 
 def _location(node: NodeInfo, key: str) -> str | None:
@@ -213,13 +228,12 @@ def compute(
                 unknown.append(UnknownPair(key, origin, destination))
                 continue
             entry = CostInfo(destination=destination, network_cost=cost)
-            capacity = (
-                parse_quantity(mine.bandwidth_capacity)
-                if mine is not None and mine.bandwidth_capacity is not None
-                else capacity_between(advertised, key, (origin, destination))
-            )
-            if capacity is not None:
-                entry.bandwidth_capacity = _quantity(capacity)
+            if mine is not None and mine.bandwidth_capacity is not None:
+                entry.bandwidth_capacity = mine.bandwidth_capacity  # the user's value, as they wrote it
+            else:
+                capacity = capacity_between(advertised, key, (origin, destination))
+                if capacity is not None:
+                    entry.bandwidth_capacity = _quantity(capacity)
             entry.bandwidth_allocated = _quantity(allocated.get((key, origin, destination), Decimal(0)))
             by_origin[origin].append(entry)
         if by_origin:

@@ -25,15 +25,12 @@ from apis.constants import (
     NETWORKTOPOLOGY_GROUP,
     NETWORKTOPOLOGY_PLURAL,
     NETWORKTOPOLOGY_VERSION,
-    NODE_BANDWIDTH_ANNOTATION,
-    REGION_LABEL,
-    ZONE_LABEL,
 )
 from apis.networktopology import NetworkTopology
 from apis.quantity import parse_quantity
 from operators import k8s, metrics
 from operators.appgroup.status import PodView
-from operators.networktopology.costs import Dependency, NodeInfo, Placement, allocated_bandwidth, compute
+from operators.networktopology.costs import Dependency, NodeInfo, Placement, allocated_bandwidth, compute, node_info
 from operators.networktopology.measurements import parse
 from operators.networktopology.status import Outcome, reconcile
 from operators.runtime import Coalescer, Runtime
@@ -42,17 +39,6 @@ logger = logging.getLogger(__name__)
 
 RESOURCE = (NETWORKTOPOLOGY_GROUP, NETWORKTOPOLOGY_VERSION, NETWORKTOPOLOGY_PLURAL)
 Key = tuple[str, str]
-
-
-def node_info(name: str, labels: kopf.Labels, annotations: kopf.Annotations) -> NodeInfo:
-    bandwidth = None
-    raw = annotations.get(NODE_BANDWIDTH_ANNOTATION)
-    if raw:
-        try:
-            bandwidth = parse_quantity(raw)
-        except ValueError:
-            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_ANNOTATION, raw)
-    return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 
 @kopf.index(*RESOURCE)

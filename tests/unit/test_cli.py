@@ -1,0 +1,95 @@
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.paths import EXAMPLES, UPSTREAM_FIXTURES
+from toposched.cli import COMMANDS, main
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command.name in out
+        assert command.help in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stdout_first", "stderr_part"),
+    [
+        ([str(EXAMPLES / "appgroup-online-boutique.yaml")], 0, "frontend", ""),
+        ([str(EXAMPLES / "appgroup-online-boutique.yaml"), "--algorithm", "TarjanSort"], 0, "frontend", ""),
+        (
+            [str(UPSTREAM_FIXTURES / "appgroup-online-boutique.yaml")],
+            2,
+            "frontend-deployment",
+            "dependency cycle among",
+        ),
+        ([str(EXAMPLES / "networktopology.yaml")], 1, "", "expected exactly one AppGroup"),
+        (["/nonexistent.yaml"], 1, "", "No such file"),
+    ],
+    ids=["valid", "algorithm-override", "cycle", "not-an-appgroup", "missing-file"],
+)
+def test_order_exit_codes(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: int, stdout_first: str, stderr_part: str
+) -> None:
+    assert main(["order", *args]) == code
+    captured = capsys.readouterr()
+    assert captured.out.split("\n")[0] == stdout_first
+    assert stderr_part in captured.err
+
+
+def test_order_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["order", str(EXAMPLES / "appgroup-online-boutique.yaml"), "-o", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["algorithm"] == "AlternateKahn"
+    assert document["order"][0] == {"index": 1, "name": "frontend", "selector": "frontend"}
+    assert document["cycles"] == []
+
+
+def test_order_invalid_spec(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    data["spec"]["workloads"][0]["dependencies"][0]["workload"]["selector"] = "ghost"
+    path = tmp_path / "ag.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["order", str(path)]) == 1
+    assert "no workload has selector 'ghost'" in capsys.readouterr().err
+
+
+def test_netcost_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "cm.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "kind": "ConfigMap",
+                "metadata": {"name": "m"},
+                "data": {
+                    "netperf.p90.latency.milliseconds.origin.n1.destination.n2": "4",
+                    "netperf.p90.latency.milliseconds.origin.n1.destination.n9": "4",
+                },
+            }
+        )
+    )
+    nodes = [
+        {
+            "kind": "Node",
+            "metadata": {"name": n, "labels": {"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": z}},
+        }
+        for n, z in [("n1", "a"), ("n2", "b"), ("n3", "c")]
+    ]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump({"kind": "NodeList", "items": nodes}))
+    args = ["netcost", "--networktopology", str(EXAMPLES / "networktopology.yaml")]
+    args += ["--configmap", str(tmp_path / "cm.yaml"), "--nodes", str(tmp_path / "nodes.yaml"), "-o", "json"]
+    assert main(args) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [w["name"] for w in document["weights"]] == ["NetperfCosts"]
+    (zone,) = document["weights"][0]["topologyList"]
+    assert zone["originList"][0] == {
+        "origin": "a",
+        "costList": [{"destination": "b", "networkCost": 4, "bandwidthAllocated": 0}],
+    }
+    assert {"topologyKey": "topology.kubernetes.io/zone", "origin": "a", "destination": "c"} in document["unknownPairs"]
+    assert "unknown node n9" in document["ignoredKeys"]["netperf.p90.latency.milliseconds.origin.n1.destination.n9"]

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from apis.netperf import PERCENTILES, parse
 from apis.networktopology import NetworkTopology
 from operators.networktopology.costs import NodeInfo, compute, node_info
-from operators.networktopology.measurements import PERCENTILES, parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

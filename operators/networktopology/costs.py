@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from apis.constants import NODE_BANDWIDTH_ANNOTATION, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
+from apis.netperf import Measurements
 from apis.networktopology import CostInfo, OriginInfo, TopologyInfo, WeightInfo
 from apis.quantity import parse_quantity
-from operators.networktopology.measurements import Measurements
 
 logger = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from apis.constants import (
     NETWORKTOPOLOGY_PLURAL,
     NETWORKTOPOLOGY_VERSION,
 )
+from apis.netperf import parse
 from apis.networktopology import NetworkTopology
 from apis.quantity import parse_quantity
 from operators import k8s, metrics
 from operators.appgroup.status import PodView
 from operators.networktopology.costs import Dependency, NodeInfo, Placement, allocated_bandwidth, compute, node_info
-from operators.networktopology.measurements import parse
 from operators.networktopology.status import Outcome, reconcile
 from operators.runtime import Coalescer, Runtime
 

@@ -10,10 +10,10 @@ from datetime import datetime
 
 from apis.constants import WEIGHT_NETPERF
 from apis.meta import Condition
+from apis.netperf import Measurements
 from apis.networktopology import NetworkTopology, NetworkTopologyStatus, WeightInfo
 from operators.conditions import set_condition
 from operators.networktopology.costs import Computed
-from operators.networktopology.measurements import Measurements
 
 READY = "Ready"
 DEGRADED = "Degraded"

@@ -10,8 +10,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from apis.constants import REGION_LABEL, ZONE_LABEL
+from apis.netperf import latency_key
 from apis.networktopology import NetworkTopology
-from operators.networktopology.measurements import latency_key
 from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.constants import REGION_LABEL, ZONE_LABEL
+from apis.netperf import latency_key, parse, split_pair, timestamp_key
 from apis.networktopology import NetworkTopology, WeightInfo
 from operators.networktopology.costs import (
     Dependency,
@@ -16,7 +17,6 @@ from operators.networktopology.costs import (
     allocated_bandwidth,
     compute,
 )
-from operators.networktopology.measurements import latency_key, parse, split_pair, timestamp_key
 
 # Two regions: west (zones w1, w2) and east (e1, e2), two nodes per zone.
 NODES = [

@@ -1,4 +1,4 @@
-"""Parsing of the netperf ConfigMap: latency per ordered node pair, with what was wrong.
+"""The netperf measurement ConfigMap: key format and parsing, shared by the prober and the operator.
 
 Key format (upstream): ``netperf.<pct>.latency.milliseconds.origin.<node>.destination.<node>``
 with an integer number of milliseconds, ``<pct>`` one of p50, p90, p99. The prober also writes

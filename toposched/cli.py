@@ -22,7 +22,8 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("operator", "run the operators (AppGroup order and status)", "operators.cli"),
+    Command("operator", "run the operators (AppGroup order, NetworkTopology costs)", "operators.cli"),
+    Command("netperf", "measure latency to peer nodes with netperf and record it", "exporter.netperf.cli"),
     Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
     Command(
         "netcost", "print the network costs the operator would compute from files", "operators.networktopology.cli"

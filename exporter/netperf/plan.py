@@ -34,8 +34,9 @@ class Latency:
     p99_us: float
 
     def milliseconds(self) -> dict[str, int]:
-        """Whole milliseconds per percentile (rounded, at least 1), the ConfigMap's unit."""
-        return {pct: max(1, math.floor(us / 1000 + 0.5)) for pct, us in self._by_name().items()}
+        """Whole milliseconds per percentile, the ConfigMap's unit: truncated, at least 1, as the
+        reference netperf script writes them, so both probers give the same figures."""
+        return {pct: max(1, math.floor(us / 1000)) for pct, us in self._by_name().items()}
 
     def _by_name(self) -> dict[str, float]:
         return {"p50": self.p50_us, "p90": self.p90_us, "p99": self.p99_us}

@@ -1,0 +1,122 @@
+"""The prober's I/O: run netperf, read the nodes, merge results into the ConfigMap."""
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from kubernetes_asyncio import client
+
+from apis.constants import ZONE_LABEL
+from apis.netperf import latency_key, timestamp_key
+from exporter.netperf.plan import Latency, NodeAddress, Probe, parse_output
+
+logger = logging.getLogger(__name__)
+
+FIELD_MANAGER = "toposched-netperf"
+
+
+async def measure(probe: Probe, seconds: float, control_port: int, data_port: int, netperf: str = "netperf") -> Latency:
+    """One TCP_RR run of the real netperf against the netserver at ``probe.address``."""
+    proc = await asyncio.create_subprocess_exec(
+        netperf,
+        "-H",
+        probe.address,
+        "-p",
+        str(control_port),
+        "-t",
+        "TCP_RR",
+        "-l",
+        str(seconds),
+        "-P",
+        "0",
+        "--",
+        "-P",
+        f",{data_port}",
+        "-o",
+        "P50_LATENCY,P90_LATENCY,P99_LATENCY",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=seconds + 20)
+    except TimeoutError:
+        proc.kill()
+        raise
+    text = out.decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"netperf to {probe.destination} ({probe.address}) failed: {text.strip()[-300:]}")
+    return parse_output(text)
+
+
+async def list_nodes(api: client.ApiClient, selector: str = "") -> list[NodeAddress]:
+    nodes = await client.CoreV1Api(api).list_node(label_selector=selector)
+    found = []
+    for node in nodes.items:
+        addresses = {a.type: a.address for a in node.status.addresses or []} if node.status else {}
+        found.append(
+            NodeAddress(
+                name=node.metadata.name,
+                address=addresses.get("InternalIP") or addresses.get("ExternalIP"),
+                zone=(node.metadata.labels or {}).get(ZONE_LABEL),
+            )
+        )
+    return found
+
+
+def configmap_entries(probe: Probe, latency: Latency, when: datetime) -> dict[str, str]:
+    entries = {latency_key(pct, probe.origin, probe.destination): str(ms) for pct, ms in latency.milliseconds().items()}
+    entries[timestamp_key(probe.origin, probe.destination)] = when.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return entries
+
+
+async def merge_into_configmap(api: client.ApiClient, namespace: str, name: str, entries: dict[str, str]) -> None:
+    """Add or update our keys only; other keys of the ConfigMap are never touched."""
+    core = client.CoreV1Api(api)
+    try:
+        await core.patch_namespaced_config_map(
+            name, namespace, {"data": entries}, _content_type="application/merge-patch+json"
+        )
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data=entries)
+        try:
+            await core.create_namespaced_config_map(namespace, body)
+        except client.ApiException as again:
+            if again.status != 409:  # another prober created it first: merge into theirs
+                raise
+            await core.patch_namespaced_config_map(
+                name, namespace, {"data": entries}, _content_type="application/merge-patch+json"
+            )
+
+
+async def probe_round(
+    api: client.ApiClient,
+    probes: Sequence[Probe],
+    namespace: str,
+    configmap: str,
+    seconds: float,
+    control_port: int,
+    data_port: int,
+) -> int:
+    """Measure every probe once (one at a time, so runs do not disturb each other); returns successes."""
+    done = 0
+    for probe in probes:
+        try:
+            latency = await measure(probe, seconds, control_port, data_port)
+        except (RuntimeError, ValueError, TimeoutError, OSError) as exc:
+            logger.warning("probe %s -> %s: %s", probe.origin, probe.destination, exc)
+            continue
+        entries = configmap_entries(probe, latency, datetime.now(UTC))
+        await merge_into_configmap(api, namespace, configmap, entries)
+        logger.info(
+            "%s -> %s: p50 %.0f us, p90 %.0f us, p99 %.0f us",
+            probe.origin,
+            probe.destination,
+            latency.p50_us,
+            latency.p90_us,
+            latency.p99_us,
+        )
+        done += 1
+    return done

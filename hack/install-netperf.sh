@@ -21,11 +21,10 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
   apt-get update -qq
 fi
-# policy-rc.d keeps the package from starting a system-wide netserver.
-printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d.toposched
+# A policy-rc.d keeps the package from starting a system-wide netserver.
 if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-  install -m 0755 /usr/sbin/policy-rc.d.toposched /usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+  chmod 0755 /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
-rm -f /usr/sbin/policy-rc.d.toposched
 apt-get install -y -qq --no-install-recommends netperf iproute2 >/dev/null

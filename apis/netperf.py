@@ -54,6 +54,7 @@ def split_pair(rest: str, nodes: Collection[str]) -> tuple[str, str] | None:
 
 def parse(data: Mapping[str, str], percentile: str, nodes: Collection[str]) -> Measurements:
     """The measurements of ``percentile`` among ``nodes``; everything else is reported, not guessed."""
+    nodes = frozenset(nodes)
     out = Measurements()
     for key, raw in data.items():
         if _OLD_FORMAT.match(key):

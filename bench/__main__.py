@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import appgroup_latency, appgroup_sort
+from bench import appgroup_latency, appgroup_sort, networktopology
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,6 +63,27 @@ def report(results: dict[str, Any]) -> str:
         f"| {lat['n']} | {lat['median']:.1f} | {lat['p99']:.1f} | {lat['min']:.1f} | {lat['max']:.1f} |",
         "",
     ]
+    pure = results["networktopology_recompute"]
+    r = pure["recompute_ms"]
+    lines += [
+        f"## NetworkTopology recompute: {pure['nodes']} nodes, {pure['zones']} zones, {pure['keys']} keys (pure)",
+        "",
+        "| published pairs | median ms | min | max |",
+        "| ---: | ---: | ---: | ---: |",
+        f"| {pure['published_pairs']} | {r['median']:.1f} | {r['min']:.1f} | {r['max']:.1f} |",
+        "",
+    ]
+    nt = results["networktopology_latency"]
+    c = nt["configmap_to_cr_ms"]
+    lines += [
+        f"## NetworkTopology ConfigMap change -> CR via watch ({nt['nodes']} kwok nodes, {nt['keys']} keys)",
+        "",
+        "| samples | median ms | p99 ms | min | max | writes when nothing changed |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {c['n']} | {c['median']:.1f} | {c['p99']:.1f} | {c['min']:.1f} | {c['max']:.1f} "
+        f"| {nt['writes_when_nothing_changed']} |",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -79,6 +100,13 @@ def main() -> int:
         "appgroup_sort": appgroup_sort.run(repeats=41 if args.full else 15),
         "appgroup_latency": appgroup_latency.run(
             kubeconfig, RESULTS / "operator.log", samples=200 if args.full else 60
+        ),
+        "networktopology_recompute": networktopology.run_pure(repeats=21 if args.full else 9),
+        "networktopology_latency": networktopology.run_cluster(
+            kubeconfig,
+            RESULTS / "operator-nt.log",
+            nodes=300 if args.full else 100,
+            samples=100 if args.full else 30,
         ),
     }
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))

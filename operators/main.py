@@ -29,6 +29,8 @@ async def start(
     # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
     settings.peering.standalone = True
     settings.watching.server_timeout = 300
+    # Kopf would post an Event for every handler log line at INFO; keep Events for what matters.
+    settings.posting.level = logging.WARNING
     settings.networking.error_backoffs = [1, 2, 5, 10, 20]
     runtime = Runtime(settings=config, api=await k8s.connect())
     memo["runtime"] = runtime

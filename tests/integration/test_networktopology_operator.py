@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 from apis.constants import REGION_LABEL, ZONE_LABEL
 from apis.netperf import latency_key
 from apis.networktopology import NetworkTopology
-from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_for
+from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_default_service_account, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -179,3 +179,74 @@ async def test_bad_input_is_reported_and_last_good_costs_stay(api: client.ApiCli
     events = await client.CoreV1Api(api).list_namespaced_event(namespace)
     reasons = {e.reason for e in events.items if e.type == "Warning"}
     assert {"Degraded", "MeasurementsUnavailable"} <= reasons
+
+
+@pytest.mark.usefixtures("operator")
+async def test_bandwidth_allocated_follows_placements(
+    api: client.ApiClient, namespace: str, nodes: dict[str, tuple[str, str]]
+) -> None:
+    await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "2", ("n1", "n3"): "30"}))
+    await create_nt(api, namespace)
+    appgroup = {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "shop"},
+        "spec": {
+            "numMembers": 2,
+            "workloads": [
+                {
+                    "workload": {"kind": "Deployment", "name": "web", "selector": "web"},
+                    "dependencies": [
+                        {"workload": {"kind": "Deployment", "name": "db", "selector": "db"}, "minBandwidth": "100Mi"}
+                    ],
+                },
+                {"workload": {"kind": "Deployment", "name": "db", "selector": "db"}},
+            ],
+        },
+    }
+    await client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", appgroup
+    )
+    await wait_default_service_account(api, namespace)
+    core = client.CoreV1Api(api)
+    for pod, workload, node in [("web-0", "web", "n1"), ("db-0", "db", "n2"), ("db-1", "db", "n3")]:
+        body = client.V1Pod(
+            metadata=client.V1ObjectMeta(
+                name=pod,
+                labels={"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": workload},
+            ),
+            spec=client.V1PodSpec(
+                node_name=f"{namespace}-{node}",
+                containers=[client.V1Container(name="app", image="example.invalid/app:1")],
+            ),
+        )
+        await core.create_namespaced_pod(namespace, body)
+
+    def allocated(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
+        found = {}
+        for weight in obj["spec"]["weights"]:
+            if weight["name"] == "NetperfCosts":
+                for topology in weight["topologyList"]:
+                    for origin in topology["originList"]:
+                        for cost in origin.get("costList", []):
+                            if origin["origin"].startswith(namespace):
+                                o = origin["origin"].removeprefix(f"{namespace}-")
+                                d = cost["destination"].removeprefix(f"{namespace}-")
+                                found[(o, d)] = cost.get("bandwidthAllocated")
+        return found
+
+    async def booked() -> Any:
+        got = allocated(await get_nt(api, namespace))
+        return got if got.get(("z1", "z2")) == 104857600 else None
+
+    got = await wait_for(booked, what="bandwidthAllocated")
+    # web@z1 -> db@z2 within region r1, and web@r1 -> db@r2 across regions; nothing the other way.
+    assert got[("r1", "r2")] == 104857600
+    assert got[("z2", "z1")] == 0
+    await core.delete_namespaced_pod("db-1", namespace, grace_period_seconds=0)
+
+    async def released() -> Any:
+        got = allocated(await get_nt(api, namespace))
+        return got if got.get(("r1", "r2")) == 0 else None
+
+    await wait_for(released, within=60, what="released bandwidth")

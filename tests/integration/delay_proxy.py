@@ -82,3 +82,4 @@ class DelayProxy:
                 client.sendall(data)
             client.shutdown(socket.SHUT_WR)
         upstream.close()
+        client.close()

@@ -108,8 +108,10 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 async def costs_equal(api: client.ApiClient, namespace: str, expected: dict[tuple[str, str], int]) -> Any:
+    """The CR once its NetperfCosts are ``expected`` and its status describes that generation."""
     obj = await get_nt(api, namespace)
-    return obj if netperf_costs(obj, namespace) == expected else None
+    settled = obj.get("status", {}).get("observedGeneration") == obj["metadata"]["generation"]
+    return obj if settled and netperf_costs(obj, namespace) == expected else None
 
 
 @pytest.mark.usefixtures("operator")

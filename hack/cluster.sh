@@ -83,9 +83,11 @@ up() {
       usage_hint
       return 0
     fi
-    # A previous run was stopped or died half-way: restart its processes, else start over.
+    # A previous run was stopped or died half-way: stop what is left of it (pid files) and start
+    # it again with its data; if that fails, start over.
     log "a previous cluster is not ready; restarting it"
-    if "${kwokctl[@]}" start cluster >"$state/start.log" 2>&1 && write_kubeconfig && wait_ready 60; then
+    "${kwokctl[@]}" stop cluster >"$state/stop.log" 2>&1 || true
+    if "${kwokctl[@]}" start cluster --timeout 60s >"$state/start.log" 2>&1 && write_kubeconfig && wait_ready 30; then
       usage_hint
       return 0
     fi

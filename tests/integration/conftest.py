@@ -7,12 +7,13 @@ already running); each test gets a namespace of its own, deleted afterwards.
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client, config
 
+from tests.integration.kube import OperatorProcess
 from tests.paths import CRDS, REPO
 
 pytestmark = pytest.mark.cluster
@@ -63,3 +64,13 @@ async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await core.delete_namespace(name)
+
+
+@pytest.fixture
+def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    """``toposched operator`` watching only this test's namespace, with a Lease of its own there."""
+    proc = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op-a", lease="toposched-test")
+    proc.start()
+    yield proc
+    proc.stop()
+    print((tmp_path / "operator.log").read_text()[-4000:])

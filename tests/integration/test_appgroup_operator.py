@@ -3,7 +3,7 @@
 import asyncio
 import copy
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +52,6 @@ BOUTIQUE_ALTERNATE_KAHN = [
     "paymentservice",
     "shippingservice",
 ]
-
-
-@pytest.fixture
-def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op-a", lease="toposched-test")
-    proc.start()
-    yield proc
-    proc.stop()
-    print((tmp_path / "operator.log").read_text()[-4000:])
 
 
 async def status_of(api: client.ApiClient, namespace: str, name: str, generation: int | None = None) -> Any:

@@ -2,8 +2,7 @@
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,20 +11,11 @@ from kubernetes_asyncio import client
 from apis.constants import REGION_LABEL, ZONE_LABEL
 from apis.netperf import latency_key
 from apis.networktopology import NetworkTopology
-from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_default_service_account, wait_for
+from tests.integration.kube import ensure_kwok_node, wait_default_service_account, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
 G, V, P = NetworkTopology.GROUP, NetworkTopology.VERSION, NetworkTopology.PLURAL
-
-
-@pytest.fixture
-def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="nt-a", lease="toposched-nt")
-    proc.start()
-    yield proc
-    proc.stop()
-    print((tmp_path / "operator.log").read_text()[-4000:])
 
 
 @pytest.fixture
@@ -87,9 +77,9 @@ async def get_nt(api: client.ApiClient, namespace: str) -> dict[str, Any]:
     return result
 
 
-def netperf_costs(obj: dict[str, Any], namespace: str) -> dict[tuple[str, str], int]:
-    """(origin, destination) -> cost of this test's zones and regions in the NetperfCosts weight."""
-    costs = {}
+def netperf_entries(obj: dict[str, Any], namespace: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """(origin, destination) -> cost entry of this test's zones and regions in the NetperfCosts weight."""
+    entries = {}
     for weight in obj["spec"]["weights"]:
         if weight["name"] != "NetperfCosts":
             continue
@@ -98,9 +88,12 @@ def netperf_costs(obj: dict[str, Any], namespace: str) -> dict[tuple[str, str], 
                 for cost in origin.get("costList", []):
                     if origin["origin"].startswith(namespace):
                         o = origin["origin"].removeprefix(f"{namespace}-")
-                        d = cost["destination"].removeprefix(f"{namespace}-")
-                        costs[(o, d)] = cost["networkCost"]
-    return costs
+                        entries[(o, cost["destination"].removeprefix(f"{namespace}-"))] = cost
+    return entries
+
+
+def netperf_costs(obj: dict[str, Any], namespace: str) -> dict[tuple[str, str], int]:
+    return {pair: entry["networkCost"] for pair, entry in netperf_entries(obj, namespace).items()}
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -225,17 +218,7 @@ async def test_bandwidth_allocated_follows_placements(
         await core.create_namespaced_pod(namespace, body)
 
     def allocated(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
-        found = {}
-        for weight in obj["spec"]["weights"]:
-            if weight["name"] == "NetperfCosts":
-                for topology in weight["topologyList"]:
-                    for origin in topology["originList"]:
-                        for cost in origin.get("costList", []):
-                            if origin["origin"].startswith(namespace):
-                                o = origin["origin"].removeprefix(f"{namespace}-")
-                                d = cost["destination"].removeprefix(f"{namespace}-")
-                                found[(o, d)] = cost.get("bandwidthAllocated")
-        return found
+        return {pair: e.get("bandwidthAllocated") for pair, e in netperf_entries(obj, namespace).items()}
 
     async def booked() -> Any:
         got = allocated(await get_nt(api, namespace))

@@ -4,6 +4,7 @@ Importing it registers every handler module; the start-up handler builds what th
 """
 
 import asyncio
+import gc
 import logging
 from typing import Any
 
@@ -36,6 +37,8 @@ async def start(
     memo["runtime"] = runtime
     if config.metrics_port:
         prometheus_client.start_http_server(config.metrics_port)
+    # Everything loaded so far lives as long as the process: keep the collector from rescanning it.
+    gc.freeze()
     # Indexes reach every handler as keyword arguments; the reconciler keeps them for its
     # background runs (coalesced pod events, leadership changes).
     memo["appgroup_reconciler"] = appgroup_handlers.AppGroupReconciler(

@@ -144,7 +144,7 @@ def _meminfo_total(path: Path, text: str) -> int:
 
 
 def _read_nics(root: Path) -> list[Nic]:
-    nics = []
+    nics: list[Nic] = []
     net = root / "class" / "net"
     if not net.is_dir():
         return nics
@@ -162,7 +162,7 @@ def _read_nics(root: Path) -> list[Nic]:
 
 
 def _read_pci(root: Path) -> list[PciDevice]:
-    devices = []
+    devices: list[PciDevice] = []
     pci = root / "bus" / "pci" / "devices"
     if not pci.is_dir():
         return devices

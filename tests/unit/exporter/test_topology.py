@@ -1,0 +1,206 @@
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
+from exporter.kubeletconfig import parse as parse_kubelet
+from exporter.sysfs import read_machine
+from exporter.topology import Allocatable, ContainerUse, DeviceSet, Inputs, MemoryBlock, PodUse, build, topology_policy
+from tests.unit.exporter.sysfs_trees import FakeNode, write
+from tests.unit.exporter.sysfs_trees import build as build_tree
+
+GI = 2**30
+KUBELET = parse_kubelet(
+    {
+        "topologyManagerPolicy": "single-numa-node",
+        "topologyManagerScope": "container",
+        "cpuManagerPolicy": "static",
+        "memoryManagerPolicy": "Static",
+        "reservedSystemCPUs": "0,32",
+        "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1Gi"}}],
+    }
+)
+
+
+def machine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """2 sockets x 16 cores / 32 threads, 64 GB each, 4 x 1Gi hugepages per node."""
+    nodes = [
+        FakeNode(0, list(range(0, 16)) + list(range(32, 48)), 65536000, {1048576: 4}),
+        FakeNode(1, list(range(16, 32)) + list(range(48, 64)), 65536000, {1048576: 4}),
+    ]
+    return read_machine(build_tree(tmp_path, nodes))
+
+
+ALLOCATABLE = Allocatable(
+    cpu_ids=tuple(c for c in range(64) if c not in (0, 32)),
+    memory=(
+        MemoryBlock("memory", 61740154880, (0,)),
+        MemoryBlock("memory", 62813896704, (1,)),
+        MemoryBlock("hugepages-1Gi", 4 * GI, (0,)),
+        MemoryBlock("hugepages-1Gi", 4 * GI, (1,)),
+    ),
+    devices=(DeviceSet("example.com/vf", ("vf0",), (0,)), DeviceSet("example.com/vf", ("vf1",), (1,))),
+)
+GUARANTEED = PodUse(
+    "prod",
+    "db-0",
+    (
+        ContainerUse(
+            cpu_ids=(16, 17, 48, 49),
+            memory=(MemoryBlock("memory", 8 * GI, (1,)), MemoryBlock("hugepages-1Gi", 2 * GI, (1,))),
+            devices=(DeviceSet("example.com/vf", ("vf1",), (1,)),),
+        ),
+    ),
+)
+
+
+def table(nrt) -> dict[str, dict[str, tuple[str, str, str]]]:  # type: ignore[no-untyped-def]
+    return {
+        z.name: {r.name: (str(r.capacity), str(r.allocatable), str(r.available)) for r in z.resources or []}
+        for z in nrt.zones
+    }
+
+
+def attrs(nrt) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {a.name: a.value for a in nrt.attributes or []}
+
+
+def test_research_example_with_cpu_and_memory_managers(tmp_path: Path) -> None:
+    nrt = build(Inputs("worker-1", machine(tmp_path), KUBELET, ALLOCATABLE, [GUARANTEED]))
+    assert table(nrt) == {
+        "node-0": {
+            "cpu": ("32", "30", "30"),
+            "memory": ("67108864000", "61740154880", "61740154880"),
+            "hugepages-1Gi": ("4294967296", "4294967296", "4294967296"),
+            "example.com/vf": ("1", "1", "1"),
+        },
+        "node-1": {
+            "cpu": ("32", "32", "28"),
+            "memory": ("67108864000", "62813896704", "54223962112"),
+            "hugepages-1Gi": ("4294967296", "4294967296", "2147483648"),
+            "example.com/vf": ("1", "1", "0"),
+        },
+    }
+    assert [(c.name, c.value) for c in nrt.zones[1].costs or []] == [("node-0", 21), ("node-1", 10)]
+    a = attrs(nrt)
+    assert a["topologyManagerPolicy"] == "single-numa-node"
+    assert a["topologyManagerScope"] == "container"
+    assert a["cpuManagerPolicy"] == "static"
+    assert a["reservedSystemCPUs"] == "0,32"
+    assert a["toposched.io/memory"] == "memory-manager"
+    assert a["nodeTopologyPodsFingerprintMethod"] == "with-exclusive-resources"
+    assert a["nodeTopologyPodsFingerprint"].startswith("pfp0v001")
+    assert nrt.topology_policies == ["SingleNUMANodeContainerLevel"]
+    assert nrt.name == "worker-1"
+
+
+def test_without_memory_manager_memory_is_estimated_not_omitted(tmp_path: Path) -> None:
+    kubelet = parse_kubelet({"cpuManagerPolicy": "static", "topologyManagerPolicy": "single-numa-node"})
+    alloc = Allocatable(cpu_ids=ALLOCATABLE.cpu_ids, devices=ALLOCATABLE.devices)
+    node_allocatable = {"memory": Decimal(120 * GI)}
+    nrt = build(Inputs("w", machine(tmp_path), kubelet, alloc, [GUARANTEED], node_allocatable=node_allocatable))
+    t = table(nrt)
+    assert t["node-0"]["memory"] == ("67108864000", str(60 * GI), str(60 * GI))
+    assert t["node-1"]["hugepages-1Gi"] == ("4294967296", "4294967296", "4294967296")
+    assert t["node-1"]["cpu"] == ("32", "32", "28")
+    assert attrs(nrt)["toposched.io/memory"].startswith("estimated")
+
+
+def test_cpu_manager_none_estimates_cpus(tmp_path: Path) -> None:
+    kubelet = parse_kubelet({"reservedSystemCPUs": "0-1"})
+    nrt = build(Inputs("w", machine(tmp_path), kubelet, Allocatable(), []))
+    assert table(nrt)["node-0"]["cpu"] == ("32", "30", "30")
+    assert attrs(nrt)["toposched.io/cpu"].startswith("estimated")
+    assert nrt.topology_policies == ["None"]
+
+
+def test_without_podresources(tmp_path: Path) -> None:
+    kubelet = parse_kubelet({"systemReserved": {"memory": "1Gi"}, "kubeReserved": {"memory": "1Gi"}})
+    nrt = build(Inputs("w", machine(tmp_path), kubelet, None, None))
+    t = table(nrt)
+    # MemTotal - hugepages - (2Gi reserved + 100Mi eviction) split by MemTotal.
+    expected = 67108864000 - 4 * GI - (2 * GI + 100 * 2**20) // 2
+    assert t["node-0"]["memory"] == ("67108864000", str(expected), str(expected))
+    a = attrs(nrt)
+    assert a["toposched.io/podresources"].startswith("unavailable")
+    assert "nodeTopologyPodsFingerprint" not in a
+
+
+def test_multi_numa_memory_block_is_split_not_double_counted(tmp_path: Path) -> None:
+    pod = PodUse("p", "big", (ContainerUse(memory=(MemoryBlock("memory", 70 * GI, (0, 1)),)),))
+    nrt = build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [pod]))
+    t = table(nrt)
+    used = (61740154880 - int(t["node-0"]["memory"][2])) + (62813896704 - int(t["node-1"]["memory"][2]))
+    assert used == 70 * GI
+    assert t["node-0"]["memory"][2] == "0"
+
+
+def test_device_on_two_numa_nodes_counts_once_and_no_topology_is_host_level(tmp_path: Path) -> None:
+    alloc = Allocatable(
+        cpu_ids=ALLOCATABLE.cpu_ids,
+        devices=(DeviceSet("gpu", ("g0",), (0, 1)), DeviceSet("fpga", ("f0",), ())),
+    )
+    nrt = build(Inputs("w", machine(tmp_path), KUBELET, alloc, []))
+    t = table(nrt)
+    assert t["node-0"]["gpu"] == ("1", "1", "1")
+    assert "gpu" not in t["node-1"]
+    assert all("fpga" not in z for z in t.values())
+
+
+def test_fingerprint_methods(tmp_path: Path) -> None:
+    plain = PodUse("default", "web-1", (ContainerUse(),))
+    with_exclusive = build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [plain, GUARANTEED]))
+    only_exclusive = build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [GUARANTEED]))
+    everyone = build(
+        Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [plain, GUARANTEED], fingerprint_method="all")
+    )
+    fp = "nodeTopologyPodsFingerprint"
+    assert attrs(with_exclusive)[fp] == attrs(only_exclusive)[fp]
+    assert attrs(everyone)[fp] != attrs(only_exclusive)[fp]
+
+
+def test_kernel_without_numa_gives_one_zone(tmp_path: Path) -> None:
+    sys = tmp_path / "sys"
+    write(sys / "devices/system/cpu/online", "0-7\n")
+    write(tmp_path / "proc/meminfo", "MemTotal: 8000000 kB\n")
+    nrt = build(Inputs("w", read_machine(sys), KubeletConfig(), None, None))
+    assert [z.name for z in nrt.zones] == ["node-0"]
+    assert attrs(nrt)["toposched.io/numa"].startswith("unsupported")
+
+
+@pytest.mark.parametrize(
+    ("policy", "scope", "word"),
+    [
+        ("single-numa-node", "pod", "SingleNUMANodePodLevel"),
+        ("restricted", "container", "RestrictedContainerLevel"),
+        ("best-effort", "pod", "BestEffortPodLevel"),
+        ("none", "container", "None"),
+    ],
+)
+def test_deprecated_topology_policies(policy: str, scope: str, word: str) -> None:
+    assert topology_policy(KubeletConfig(topology_manager_policy=policy, topology_manager_scope=scope)) == word
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("kind: Pod\n", "not a KubeletConfiguration"),
+        ("reservedSystemCPUs: zero\n", "is not a CPU list"),
+        ("systemReserved: {memory: lots}\n", "is not a Kubernetes quantity"),
+        ("reservedMemory: [{limits: {memory: 1Gi}}]\n", "has no numaNode"),
+        ("a: [\n", "not YAML"),
+    ],
+    ids=["wrong-kind", "bad-cpus", "bad-quantity", "no-numa-node", "not-yaml"],
+)
+def test_bad_kubelet_config_names_the_file(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(content)
+    with pytest.raises(KubeletConfigError, match=message) as info:
+        load(path)
+    assert "config.yaml" in str(info.value)
+
+
+def test_missing_kubelet_config_file(tmp_path: Path) -> None:
+    with pytest.raises(KubeletConfigError, match="No such file"):
+        load(tmp_path / "absent.yaml")

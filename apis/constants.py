@@ -25,8 +25,8 @@ WORKLOAD_LABEL: Final = "appgroup.diktyo.x-k8s.io.workload"
 REGION_LABEL: Final = "topology.kubernetes.io/region"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 
-# Bandwidth a node's network interfaces offer, as a quantity in bits per second (written by the exporter).
-NODE_BANDWIDTH_ANNOTATION: Final = "toposched.io/bandwidth"
+# Extended resource with a node's NIC capacity in bits per second (the KEP's name; set by the exporter).
+NODE_BANDWIDTH_RESOURCE: Final = "network.aware.com/bandwidth"
 
 # Weight names with a meaning to the upstream NetworkOverhead plugin.
 WEIGHT_USER_DEFINED: Final = "UserDefined"

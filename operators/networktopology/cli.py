@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         for node in _documents(args.nodes):
             if node.get("kind") == "Node":
                 meta = node.get("metadata") or {}
-                nodes.append(node_info(meta["name"], meta.get("labels") or {}, meta.get("annotations") or {}))
+                capacity = (node.get("status") or {}).get("capacity") or {}
+                nodes.append(node_info(meta["name"], meta.get("labels") or {}, capacity))
     except (OSError, yaml.YAMLError, ValueError, KeyError, ValidationError) as exc:
         print(f"toposched netcost: {exc}", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from apis.constants import NODE_BANDWIDTH_ANNOTATION, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
+from apis.constants import NODE_BANDWIDTH_RESOURCE, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
 from apis.netperf import Measurements
 from apis.networktopology import CostInfo, OriginInfo, TopologyInfo, WeightInfo
 from apis.quantity import parse_quantity
@@ -72,15 +72,16 @@ class Computed:
 Pair = tuple[str, str]
 
 
-def node_info(name: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> NodeInfo:
-    """A node as the costs see it: its region and zone labels and the bandwidth it advertises."""
+def node_info(name: str, labels: Mapping[str, str], capacity: Mapping[str, str]) -> NodeInfo:
+    """A node as the costs see it: its region and zone labels and the bandwidth it advertises
+    (status.capacity of the extended resource network.aware.com/bandwidth)."""
     bandwidth = None
-    raw = annotations.get(NODE_BANDWIDTH_ANNOTATION)
+    raw = capacity.get(NODE_BANDWIDTH_RESOURCE)
     if raw:
         try:
             bandwidth = parse_quantity(raw)
         except ValueError:
-            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_ANNOTATION, raw)
+            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_RESOURCE, raw)
     return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 

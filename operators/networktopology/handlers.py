@@ -47,8 +47,8 @@ def networktopology_bodies(namespace: str | None, name: str, body: kopf.Body, **
 
 
 @kopf.index("nodes")
-def topology_nodes(name: str, labels: kopf.Labels, annotations: kopf.Annotations, **_: Any) -> dict[str, NodeInfo]:
-    return {name: node_info(name, labels, annotations)}
+def topology_nodes(name: str, labels: kopf.Labels, status: kopf.Status, **_: Any) -> dict[str, NodeInfo]:
+    return {name: node_info(name, labels, status.get("capacity") or {})}
 
 
 class NetworkTopologyReconciler:
@@ -207,9 +207,9 @@ async def networktopology_event(event: kopf.RawEvent, namespace: str | None, nam
 
 @kopf.on.event("nodes")
 async def node_event(
-    event: kopf.RawEvent, name: str, labels: kopf.Labels, annotations: kopf.Annotations, memo: Any, **_: Any
+    event: kopf.RawEvent, name: str, labels: kopf.Labels, status: kopf.Status, memo: Any, **_: Any
 ) -> None:
-    info = None if event["type"] == "DELETED" else node_info(name, labels, annotations)
+    info = None if event["type"] == "DELETED" else node_info(name, labels, status.get("capacity") or {})
     reconciler(memo).node_changed(info, name)
 
 

@@ -75,7 +75,7 @@ class PodResourcesClient:
             f"unix://{socket}",
             options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
         )
-        self._stub = api_pb2_grpc.PodResourcesListerStub(self._channel)
+        self._stub = api_pb2_grpc.PodResourcesListerStub(self._channel)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         await self._channel.close()

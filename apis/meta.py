@@ -44,6 +44,12 @@ class KubeObject(CamelModel):
 
     metadata: dict[str, Any] = {}
 
+    def to_dict(self) -> dict[str, Any]:
+        """The object as the apiserver would show it, always with apiVersion and kind first."""
+        body = super().to_dict()
+        head = {"apiVersion": getattr(self, "api_version"), "kind": getattr(self, "kind")}  # noqa: B009
+        return head | {k: v for k, v in body.items() if k not in head}
+
     @property
     def name(self) -> str:
         return str(self.metadata.get("name", ""))

@@ -23,10 +23,12 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("operator", "run the operators (AppGroup order, NetworkTopology costs)", "operators.cli"),
+    Command("exporter", "publish this node's NodeResourceTopology (node daemon)", "exporter.cli"),
     Command("netperf", "measure latency to peer nodes with netperf and record it", "exporter.netperf.cli"),
     Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
+    Command("nrt", "print the NodeResourceTopology of a machine, without a cluster", "exporter.nrt_cli"),
     Command(
-        "netcost", "print the network costs the operator would compute from files", "operators.networktopology.cli"
+        "netcost", "print the network costs the operator would compute, from files", "operators.networktopology.cli"
     ),
 )
 

@@ -1,0 +1,187 @@
+"""The exporter against the local control plane, with a fake kubelet serving real gRPC."""
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from apis.noderesourcetopology import NodeResourceTopology
+from exporter.kubeletconfig import KubeletConfig
+from exporter.podresources._generated import api_pb2
+from exporter.publisher import NodeGoneError, Publisher
+from exporter.sysfs import read_machine
+from exporter.topology import Inputs, build
+from tests.fakekubelet import FakeKubelet
+from tests.integration.kube import ensure_kwok_node, free_port, wait_for
+from tests.paths import REPO
+from tests.unit.exporter.sysfs_trees import two_socket, write
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
+
+G, V, P = NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL
+
+
+@pytest.fixture
+async def node(api: client.ApiClient) -> AsyncIterator[str]:
+    name = f"nrt-{uuid.uuid4().hex[:8]}"
+    await ensure_kwok_node(api, name)
+    yield name
+    try:
+        await client.CoreV1Api(api).delete_node(name)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+async def get_nrt(api: client.ApiClient, name: str) -> dict[str, Any] | None:
+    try:
+        result: dict[str, Any] = await client.CustomObjectsApi(api).get_cluster_custom_object(G, V, P, name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return result
+
+
+def nrt_for(tmp_path: Path, node: str, owner: dict[str, str], reserved: str = "") -> NodeResourceTopology:
+    kubelet = KubeletConfig(reserved_system_cpus=tuple(int(c) for c in reserved.split(",") if c))
+    return build(Inputs(node, read_machine(two_socket(tmp_path)), kubelet, owner=owner))
+
+
+async def test_create_update_unchanged_conflict_and_node_deletion(
+    api: client.ApiClient, node: str, tmp_path: Path
+) -> None:
+    publisher = Publisher(api, node)
+    owner = await publisher.owner()
+    assert await publisher.publish(nrt_for(tmp_path, node, owner)) is True
+    stored = await get_nrt(api, node)
+    assert stored is not None
+    assert stored["metadata"]["ownerReferences"][0]["uid"] == owner["uid"]
+    assert [z["name"] for z in stored["zones"]] == ["node-0", "node-1"]
+
+    # Unchanged -> no write.
+    assert await publisher.publish(nrt_for(tmp_path, node, owner)) is False
+    assert (await get_nrt(api, node))["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]  # type: ignore[index]
+
+    # Someone else labels it; our update keeps their label.
+    await client.CustomObjectsApi(api).patch_cluster_custom_object(
+        G, V, P, node, {"metadata": {"labels": {"team": "infra"}}}, _content_type="application/merge-patch+json"
+    )
+    assert await publisher.publish(nrt_for(tmp_path, node, owner, reserved="0,1")) is True
+    updated = await get_nrt(api, node)
+    assert updated is not None
+    assert updated["metadata"]["labels"] == {"team": "infra"}
+    cpu = next(r for r in updated["zones"][0]["resources"] if r["name"] == "cpu")
+    assert cpu["allocatable"] == "30"
+
+    # Two writers at once: both finish (the loser re-reads after its 409), the result is one of theirs.
+    rivals = [Publisher(api, node), Publisher(api, node)]
+    contents = [nrt_for(tmp_path / "a", node, owner, "0"), nrt_for(tmp_path / "b", node, owner, "0,1,2")]
+    await asyncio.gather(*(p.publish(c) for p, c in zip(rivals, contents, strict=True)))
+    final = await get_nrt(api, node)
+    assert final is not None
+    assert final["zones"] in [c.to_dict()["zones"] for c in contents]
+
+    # The node goes: the NRT is garbage-collected with it, and the publisher says why it stops.
+    await client.CoreV1Api(api).delete_node(node)
+
+    async def collected() -> bool:
+        return await get_nrt(api, node) is None
+
+    await wait_for(collected, within=60, what="NRT garbage-collected with its node")
+    with pytest.raises(NodeGoneError):
+        await publisher.owner()
+
+
+async def http_get(port: int, path: str) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\n\r\n".encode())
+    answer = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return answer
+
+
+@pytest.fixture
+async def kubelet(tmp_path: Path) -> AsyncIterator[FakeKubelet]:
+    # A short path: unix socket paths are limited to 107 bytes.
+    socket_dir = Path(tempfile.mkdtemp(prefix="tsk-", dir="/tmp"))
+    server = FakeKubelet(socket_dir / "kubelet.sock")
+    server.allocatable = api_pb2.AllocatableResourcesResponse(cpu_ids=[c for c in range(64) if c not in (0, 32)])
+    await server.start()
+    yield server
+    await server.stop()
+    os.rmdir(socket_dir)
+
+
+async def test_daemon_follows_allocation_changes(
+    api: client.ApiClient, node: str, kubeconfig: Path, kubelet: FakeKubelet, tmp_path: Path
+) -> None:
+    sysfs = two_socket(tmp_path)
+    state = tmp_path / "kubelet"
+    write(state / "cpu_manager_state", "{}")
+    config = tmp_path / "config.yaml"
+    config.write_text("kind: KubeletConfiguration\ncpuManagerPolicy: static\ntopologyManagerPolicy: single-numa-node\n")
+    health = free_port()
+    log = tmp_path / "exporter.log"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
+    args = ["--sysfs", str(sysfs), "--kubelet-config", str(config), "--podresources", str(kubelet.socket)]
+    args += ["--kubelet-state-dir", str(state), "--metrics-port", "0", "--health-port", str(health)]
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
+        )
+    try:
+
+        def available_cpu(obj: dict[str, Any] | None, zone: int) -> str | None:
+            if obj is None:
+                return None
+            return next(r["available"] for r in obj["zones"][zone]["resources"] if r["name"] == "cpu")
+
+        async def published() -> Any:
+            obj = await get_nrt(api, node)
+            return obj if available_cpu(obj, 1) == "32" else None
+
+        obj = await wait_for(published, within=30, what="first NRT")
+        attributes = {a["name"]: a["value"] for a in obj["attributes"]}
+        assert attributes["topologyManagerPolicy"] == "single-numa-node"
+        assert available_cpu(obj, 0) == "30"
+
+        # A pod gets 4 exclusive CPUs on NUMA 1: the NRT follows within a second or so.
+        kubelet.pods = [
+            api_pb2.PodResources(
+                name="db-0",
+                namespace="prod",
+                containers=[api_pb2.ContainerResources(name="db", cpu_ids=[16, 17, 48, 49])],
+            )
+        ]
+        started = time.monotonic()
+
+        async def allocated() -> Any:
+            obj = await get_nrt(api, node)
+            return obj if available_cpu(obj, 1) == "28" else None
+
+        await wait_for(allocated, within=10, what="NRT after allocation")
+        assert time.monotonic() - started < 3
+
+        assert b"200 OK" in await http_get(health, "/readyz")
+        assert b"200 OK" in await http_get(health, "/healthz")
+
+        # The kubelet goes away: the last data stays, readiness turns false.
+        await kubelet.stop()
+        await asyncio.sleep(3)
+        assert b"503" in await http_get(health, "/readyz")
+        assert available_cpu(await get_nrt(api, node), 1) == "28"
+        assert kubelet.list_calls < 10 * (time.monotonic() - started + 5)  # bounded polling
+    finally:
+        proc.terminate()
+        await proc.wait()
+        print(log.read_text()[-3000:])

@@ -4,11 +4,35 @@ Values keep the spelling the user wrote (``"100Mi"`` stays ``"100Mi"``) so objec
 the numeric value comes from the Kubernetes client library's parser, not from a home-made one.
 """
 
+import importlib.util
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, TypeAlias
+from pathlib import Path
+from typing import Annotated, Any, TypeAlias
 
-from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 from pydantic import AfterValidator
+
+
+def _load_parser() -> Callable[[Any], Any]:
+    """The official client's parser, loaded from its own file.
+
+    ``import kubernetes.utils.quantity`` would run the package's __init__, which imports the
+    whole generated client (about 50 MiB resident) for one small function.
+    """
+    spec = importlib.util.find_spec("kubernetes")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the kubernetes package (for its quantity parser) is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "utils" / "quantity.py"
+    module_spec = importlib.util.spec_from_file_location("toposched_kubernetes_quantity", path)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    parser: Callable[[Any], Any] = module.parse_quantity
+    return parser
+
+
+_parse_quantity = _load_parser()
 
 
 def parse_quantity(value: str | int | float | Decimal) -> Decimal:

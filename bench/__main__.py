@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import appgroup_latency, appgroup_sort, networktopology
+from bench import appgroup_latency, appgroup_sort, exporter, networktopology
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,6 +84,23 @@ def report(results: dict[str, Any]) -> str:
         f"| {nt['writes_when_nothing_changed']} |",
         "",
     ]
+    scan = results["exporter_scan"]["scan_and_build_ms"]
+    daemon = results["exporter_daemon"]
+    a = daemon["allocation_to_nrt_ms"]
+    lines += [
+        "## Exporter",
+        "",
+        "| figure | value |",
+        "| --- | ---: |",
+        f"| full scan + build, 8 NUMA nodes / 256 CPUs (median, min-max) | {scan['median']:.2f} ms "
+        f"({scan['min']:.2f}-{scan['max']:.2f}) |",
+        f"| allocation change -> NRT via watch, median / p99 ({a['n']} samples) "
+        f"| {a['median']:.0f} / {a['p99']:.0f} ms |",
+        f"| RSS after the samples | {daemon['rss_mib']} MiB |",
+        f"| CPU while idle at a 10 s period ({daemon['idle_seconds']:.0f} s) "
+        f"| {daemon['cpu_millicores_idle']} millicores |",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -107,6 +124,10 @@ def main() -> int:
             RESULTS / "operator-nt.log",
             nodes=300 if args.full else 100,
             samples=100 if args.full else 30,
+        ),
+        "exporter_scan": exporter.run_scan(),
+        "exporter_daemon": exporter.run_daemon(
+            kubeconfig, samples=100 if args.full else 30, idle_seconds=60 if args.full else 30
         ),
     }
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))

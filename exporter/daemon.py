@@ -9,6 +9,7 @@ says so.
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import prometheus_client
 from prometheus_client import Counter, Gauge, Histogram
 
 from apis.quantity import parse_quantity
-from exporter import k8s
+from exporter.kubeapi import KubeAPI
 from exporter.kubeletconfig import KubeletConfigError, load
 from exporter.podresources.client import PodResourcesClient, PodResourcesError
 from exporter.publisher import NodeGoneError, Publisher
@@ -62,6 +63,7 @@ class Exporter:
     def __init__(self, settings: Settings) -> None:
         self.s = settings
         self.changed = asyncio.Event()
+        self.first_poll = asyncio.Event()
         self.change_seen: float | None = None
         self.pods: list[PodUse] | None = None
         self.pods_digest: int | None = None
@@ -110,6 +112,7 @@ class Exporter:
                     logger.warning("%s; keeping the last data", exc)
                 self.podresources_ok = False
                 delay = min(30.0, max(exc.retry_after, delay * 2))
+            self.first_poll.set()
             await asyncio.sleep(delay)
 
     async def periodic(self) -> None:
@@ -133,10 +136,10 @@ class Exporter:
         )
 
     async def publish_once(self, publisher: Publisher) -> bool:
-        owner = await publisher.owner()
-        node = await publisher.core.read_node(self.s.node)
-        node_allocatable = {k: parse_quantity(v) for k, v in (node.status.allocatable or {}).items()}
-        inputs = self.inputs(owner, node_allocatable)
+        node = await publisher.read_node()
+        owner = {"apiVersion": "v1", "kind": "Node", "name": self.s.node, "uid": node["metadata"]["uid"]}
+        allocatable = node.get("status", {}).get("allocatable") or {}
+        inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in allocatable.items()})
         written = await publisher.publish(build(inputs))
         if written:
             WRITES.inc()
@@ -150,7 +153,7 @@ class Exporter:
         if self.s.metrics_port:
             prometheus_client.start_http_server(self.s.metrics_port)
         health = await asyncio.start_server(self._health, "0.0.0.0", self.s.health_port) if self.s.health_port else None
-        async with await k8s.connect() as api:
+        async with KubeAPI.from_environment() as api:
             podresources = PodResourcesClient(
                 self.s.podresources, observe=lambda m, t: PODRESOURCES_SECONDS.labels(m).observe(t)
             )
@@ -160,6 +163,9 @@ class Exporter:
                 asyncio.create_task(self.watch_state_files()),
                 asyncio.create_task(self.periodic()),
             ]
+            # Publish first from the kubelet's answer rather than from estimates that flip a moment later.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.first_poll.wait(), 5)
             self.mark_changed("start")
             backoff = 1.0
             try:

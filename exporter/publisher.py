@@ -8,14 +8,14 @@ are kept. The object is owned by its Node, so it is garbage-collected with the n
 import logging
 from typing import Any
 
-from kubernetes_asyncio import client
-
 from apis.constants import NODE_BANDWIDTH_RESOURCE
 from apis.noderesourcetopology import NodeResourceTopology
+from exporter.kubeapi import ApiError, KubeAPI
 
 logger = logging.getLogger(__name__)
 
-G, V, P = NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL
+NRTS = f"/apis/{NodeResourceTopology.GROUP}/{NodeResourceTopology.VERSION}/{NodeResourceTopology.PLURAL}"
+MERGE = "application/merge-patch+json"
 CONTENT = ("topologyPolicies", "zones", "attributes")
 
 
@@ -28,35 +28,38 @@ def content(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Publisher:
-    def __init__(self, api: client.ApiClient, node: str) -> None:
+    def __init__(self, api: KubeAPI, node: str) -> None:
         self.api = api
         self.node = node
-        self.objects = client.CustomObjectsApi(api)
-        self.core = client.CoreV1Api(api)
 
-    async def owner(self) -> dict[str, str]:
-        """The ownerReference of the Node; NodeGoneError when it was deleted."""
+    async def read_node(self) -> dict[str, Any]:
+        """The Node object; NodeGoneError when it was deleted."""
         try:
-            node = await self.core.read_node(self.node)
-        except client.ApiException as exc:
+            node: dict[str, Any] = await self.api.request("GET", f"/api/v1/nodes/{self.node}")
+        except ApiError as exc:
             if exc.status == 404:
                 raise NodeGoneError(f"node {self.node} does not exist") from None
             raise
-        return {"apiVersion": "v1", "kind": "Node", "name": self.node, "uid": node.metadata.uid}
+        return node
+
+    async def owner(self) -> dict[str, str]:
+        """The ownerReference of the Node; NodeGoneError when it was deleted."""
+        node = await self.read_node()
+        return {"apiVersion": "v1", "kind": "Node", "name": self.node, "uid": node["metadata"]["uid"]}
 
     async def publish(self, nrt: NodeResourceTopology, attempts: int = 3) -> bool:
         """Make the stored object equal ``nrt``; True when something was written."""
         desired = nrt.to_dict()
         for _ in range(attempts):
             try:
-                current = await self.objects.get_cluster_custom_object(G, V, P, self.node)
-            except client.ApiException as exc:
+                current = await self.api.request("GET", f"{NRTS}/{self.node}")
+            except ApiError as exc:
                 if exc.status != 404:
                     raise
                 try:
-                    await self.objects.create_cluster_custom_object(G, V, P, desired)
+                    await self.api.request("POST", NRTS, desired)
                     return True
-                except client.ApiException as again:
+                except ApiError as again:
                     if again.status == 409:  # created meanwhile: compare with that one
                         continue
                     raise
@@ -69,9 +72,9 @@ class Publisher:
             meta["ownerReferences"] = desired["metadata"].get("ownerReferences", meta.get("ownerReferences"))
             body["metadata"] = meta
             try:
-                await self.objects.replace_cluster_custom_object(G, V, P, self.node, body)
+                await self.api.request("PUT", f"{NRTS}/{self.node}", body)
                 return True
-            except client.ApiException as exc:
+            except ApiError as exc:
                 if exc.status != 409:
                     raise
                 logger.info("NRT %s changed while writing; reading it again", self.node)
@@ -83,4 +86,4 @@ class Publisher:
         patch = {
             "status": {"capacity": {NODE_BANDWIDTH_RESOURCE: value}, "allocatable": {NODE_BANDWIDTH_RESOURCE: value}}
         }
-        await self.core.patch_node_status(self.node, patch, _content_type="application/merge-patch+json")
+        await self.api.request("PATCH", f"/api/v1/nodes/{self.node}/status", patch, content_type=MERGE)

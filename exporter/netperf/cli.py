@@ -27,11 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from exporter import k8s
+    from exporter.kubeapi import KubeAPI
     from exporter.netperf.plan import plan
     from exporter.netperf.prober import list_nodes, probe_round
 
-    async with await k8s.connect() as api:
+    async with KubeAPI.from_environment() as api:
         while True:
             nodes = await list_nodes(api, args.selector)
             probes = plan(nodes, args.node, all_pairs=args.all_pairs)

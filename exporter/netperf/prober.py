@@ -5,10 +5,9 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from kubernetes_asyncio import client
-
 from apis.constants import ZONE_LABEL
 from apis.netperf import latency_key, timestamp_key
+from exporter.kubeapi import ApiError, KubeAPI
 from exporter.netperf.plan import Latency, NodeAddress, Probe, parse_output
 
 logger = logging.getLogger(__name__)
@@ -49,16 +48,16 @@ async def measure(probe: Probe, seconds: float, control_port: int, data_port: in
     return parse_output(text)
 
 
-async def list_nodes(api: client.ApiClient, selector: str = "") -> list[NodeAddress]:
-    nodes = await client.CoreV1Api(api).list_node(label_selector=selector)
+async def list_nodes(api: KubeAPI, selector: str = "") -> list[NodeAddress]:
+    nodes = await api.request("GET", "/api/v1/nodes", **({"labelSelector": selector} if selector else {}))
     found = []
-    for node in nodes.items:
-        addresses = {a.type: a.address for a in node.status.addresses or []} if node.status else {}
+    for node in nodes["items"]:
+        addresses = {a["type"]: a["address"] for a in node.get("status", {}).get("addresses") or []}
         found.append(
             NodeAddress(
-                name=node.metadata.name,
+                name=node["metadata"]["name"],
                 address=addresses.get("InternalIP") or addresses.get("ExternalIP"),
-                zone=(node.metadata.labels or {}).get(ZONE_LABEL),
+                zone=(node["metadata"].get("labels") or {}).get(ZONE_LABEL),
             )
         )
     return found
@@ -70,29 +69,26 @@ def configmap_entries(probe: Probe, latency: Latency, when: datetime) -> dict[st
     return entries
 
 
-async def merge_into_configmap(api: client.ApiClient, namespace: str, name: str, entries: dict[str, str]) -> None:
+async def merge_into_configmap(api: KubeAPI, namespace: str, name: str, entries: dict[str, str]) -> None:
     """Add or update our keys only; other keys of the ConfigMap are never touched."""
-    core = client.CoreV1Api(api)
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    merge = "application/merge-patch+json"
     try:
-        await core.patch_namespaced_config_map(
-            name, namespace, {"data": entries}, _content_type="application/merge-patch+json"
-        )
-    except client.ApiException as exc:
+        await api.request("PATCH", f"{path}/{name}", {"data": entries}, content_type=merge)
+    except ApiError as exc:
         if exc.status != 404:
             raise
-        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data=entries)
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": entries}
         try:
-            await core.create_namespaced_config_map(namespace, body)
-        except client.ApiException as again:
+            await api.request("POST", path, body)
+        except ApiError as again:
             if again.status != 409:  # another prober created it first: merge into theirs
                 raise
-            await core.patch_namespaced_config_map(
-                name, namespace, {"data": entries}, _content_type="application/merge-patch+json"
-            )
+            await api.request("PATCH", f"{path}/{name}", {"data": entries}, content_type=merge)
 
 
 async def probe_round(
-    api: client.ApiClient,
+    api: KubeAPI,
     probes: Sequence[Probe],
     namespace: str,
     configmap: str,

@@ -14,6 +14,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from apis.noderesourcetopology import NodeResourceTopology
+from apis.quantity import parse_quantity
+from exporter.kubeapi import KubeAPI
 from exporter.kubeletconfig import KubeletConfig
 from exporter.podresources._generated import api_pb2
 from exporter.publisher import NodeGoneError, Publisher
@@ -56,10 +58,16 @@ def nrt_for(tmp_path: Path, node: str, owner: dict[str, str], reserved: str = ""
     return build(Inputs(node, read_machine(two_socket(tmp_path)), kubelet, owner=owner))
 
 
+@pytest.fixture
+async def kubeapi(kubeconfig: Path) -> AsyncIterator[KubeAPI]:
+    async with KubeAPI.from_kubeconfig(kubeconfig) as api:
+        yield api
+
+
 async def test_create_update_unchanged_conflict_and_node_deletion(
-    api: client.ApiClient, node: str, tmp_path: Path
+    api: client.ApiClient, kubeapi: KubeAPI, node: str, tmp_path: Path
 ) -> None:
-    publisher = Publisher(api, node)
+    publisher = Publisher(kubeapi, node)
     owner = await publisher.owner()
     assert await publisher.publish(nrt_for(tmp_path, node, owner)) is True
     stored = await get_nrt(api, node)
@@ -83,12 +91,18 @@ async def test_create_update_unchanged_conflict_and_node_deletion(
     assert cpu["allocatable"] == "30"
 
     # Two writers at once: both finish (the loser re-reads after its 409), the result is one of theirs.
-    rivals = [Publisher(api, node), Publisher(api, node)]
+    rivals = [Publisher(kubeapi, node), Publisher(kubeapi, node)]
     contents = [nrt_for(tmp_path / "a", node, owner, "0"), nrt_for(tmp_path / "b", node, owner, "0,1,2")]
     await asyncio.gather(*(p.publish(c) for p, c in zip(rivals, contents, strict=True)))
     final = await get_nrt(api, node)
     assert final is not None
     assert final["zones"] in [c.to_dict()["zones"] for c in contents]
+
+    # The NIC capacity as the node's extended resource.
+    await publisher.advertise_bandwidth(25 * 10**9)
+    status = (await client.CoreV1Api(api).read_node(node)).status
+    assert parse_quantity(status.capacity["network.aware.com/bandwidth"]) == 25 * 10**9
+    assert parse_quantity(status.allocatable["network.aware.com/bandwidth"]) == 25 * 10**9
 
     # The node goes: the NRT is garbage-collected with it, and the publisher says why it stops.
     await client.CoreV1Api(api).delete_node(node)

@@ -1,0 +1,1 @@
+"""Placement logic shared by the extender, the explain command and the benchmarks. Pure."""

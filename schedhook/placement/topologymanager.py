@@ -113,14 +113,14 @@ def merge(providers: Iterable[ProviderHints], numa_ids: Sequence[int], policy: s
             target = max(target, min(count(a) for a in narrowest))
     best: Hint | None = None
     for combo in itertools.product(*lists):
-        affinity = default
+        merged = default
         non_nil = [h.affinity for h in combo if h.affinity is not None]
         for a in non_nil:
-            affinity &= a
+            merged &= a
         preferred = all(h.preferred for h in combo) and len(set(non_nil)) <= 1
-        if count(affinity) == 0:
+        if count(merged) == 0:
             continue
-        best = _pick(best, Hint(affinity, preferred), target)
+        best = _pick(best, Hint(merged, preferred), target)
     chosen = best or Hint(default, False)
     affinity: int | None = chosen.affinity
     if policy == SINGLE_NUMA_NODE and affinity == default and len(numa_ids) > 1:

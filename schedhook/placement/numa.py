@@ -64,6 +64,10 @@ class NodeTopology:
     """None: the NRT does not say (fall back to the upstream filter)."""
     memory_manager: str | None = None
     node_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
+    distances: Mapping[int, Mapping[int, int]] = field(default_factory=dict)
+    """NUMA id -> NUMA id -> distance, from the zones' costs."""
+    max_numa: int = 8
+    """The kubelet's topologyManagerMaxNUMANodes (attribute), for LeastNUMANodes."""
 
     @property
     def numa_ids(self) -> list[int]:
@@ -86,11 +90,17 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
     if attr_scope in ("container", "pod"):
         scope = attr_scope
     zones = []
+    distances: dict[int, dict[int, int]] = {}
     for z in nrt.zones:
         suffix = z.name.removeprefix(NRT_ZONE_PREFIX)
         if z.type != "Node" or not suffix.isdigit() or int(suffix) > 63:
             continue
         resources = z.resources or []
+        distances[int(suffix)] = {
+            int(c.name.removeprefix(NRT_ZONE_PREFIX)): c.value
+            for c in z.costs or []
+            if c.name.removeprefix(NRT_ZONE_PREFIX).isdigit()
+        }
         zones.append(
             Zone(
                 numa=int(suffix),
@@ -107,7 +117,16 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         cpu_manager=nrt.attribute("cpuManagerPolicy"),
         memory_manager=nrt.attribute("memoryManagerPolicy"),
         node_allocatable=dict(node_allocatable or {}),
+        distances=distances,
+        max_numa=_max_numa(nrt.attribute("topologyManagerMaxNUMANodes")),
     )
+
+
+def _max_numa(raw: str | None) -> int:
+    """Valid values are 2..1024 (as upstream); anything else means the kubelet default, 8."""
+    if raw is not None and raw.isdigit() and 1 < int(raw) <= 1024:
+        return int(raw)
+    return 8
 
 
 @dataclass(frozen=True)
@@ -140,16 +159,16 @@ class Pod:
         """The pod-level request: max(sum of app and sidecar containers, each init container)."""
         total: dict[str, Decimal] = {}
         for c in [*self.containers, *(c for c in self.init_containers if c.sidecar)]:
-            for r, q in _request(c).items():
+            for r, q in container_request(c).items():
                 total[r] = total.get(r, Decimal(0)) + q
         for c in self.init_containers:
             if not c.sidecar:
-                for r, q in _request(c).items():
+                for r, q in container_request(c).items():
                     total[r] = max(total.get(r, Decimal(0)), q)
         return total
 
 
-def _request(c: Container) -> dict[str, Decimal]:
+def container_request(c: Container) -> dict[str, Decimal]:
     """Requests, defaulting to limits as the apiserver does."""
     return {**dict(c.limits), **dict(c.requests)}
 
@@ -258,7 +277,7 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
         return Verdict(True, numa={"pod": tuple(bits(decision.affinity or everything))})
     placed: dict[str, tuple[int, ...]] = {}
     for c in pod.init_containers:
-        request = _request(c)
+        request = container_request(c)
         decision = merge(provider_hints(request, qos, avail), node.numa_ids, node.policy)
         if not decision.admit:
             kind = "sidecar" if c.sidecar else "init"
@@ -268,7 +287,7 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
         if c.sidecar:  # regular init containers give their resources back to the app containers
             _take_exclusive(request, qos, avail, affinity)
     for c in pod.containers:
-        request = _request(c)
+        request = container_request(c)
         decision = merge(provider_hints(request, qos, avail), node.numa_ids, node.policy)
         if not decision.admit:
             return Verdict(False, f"cannot align container {c.name}", placed)
@@ -283,7 +302,7 @@ def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
     qos = pod.qos
     everything = [*pod.init_containers, *pod.containers]
     if qos == "BestEffort" and not any(
-        not numa_affine(r) and r not in HOST_LEVEL for c in everything for r in _request(c)
+        not numa_affine(r) and r not in HOST_LEVEL for c in everything for r in container_request(c)
     ):
         return Verdict(True)
     if node.policy != SINGLE_NUMA_NODE:
@@ -313,13 +332,13 @@ def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
         return Verdict(True, numa={"pod": (chosen,)}) if chosen is not None else Verdict(False, "cannot align pod")
     placed: dict[str, tuple[int, ...]] = {}
     for c in pod.init_containers:
-        chosen = fits(_request(c))
+        chosen = fits(container_request(c))
         if chosen is None:
             kind = "sidecar" if c.sidecar else "init"
             return Verdict(False, f"cannot align {kind} container {c.name}", placed)
         placed[c.name] = (chosen,)
     for c in pod.containers:
-        request = _request(c)
+        request = container_request(c)
         chosen = fits(request)
         if chosen is None:
             return Verdict(False, f"cannot align container {c.name}", placed)

@@ -27,9 +27,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("netperf", "measure latency to peer nodes with netperf and record it", "exporter.netperf.cli"),
     Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
     Command("nrt", "print the NodeResourceTopology of a machine, without a cluster", "exporter.nrt_cli"),
-    Command(
-        "netcost", "print the network costs the operator would compute, from files", "operators.networktopology.cli"
-    ),
+    Command("netcost", "print the network costs the operator would compute", "operators.networktopology.cli"),
+    Command("explain", "show per node whether, where and why a pod would be placed", "schedhook.explain"),
 )
 
 

@@ -28,6 +28,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
     Command("nrt", "print the NodeResourceTopology of a machine, without a cluster", "exporter.nrt_cli"),
     Command("netcost", "print the network costs the operator would compute", "operators.networktopology.cli"),
+    Command("schedhook", "run the scheduler extender for the toposched profile", "schedhook.cli"),
     Command("explain", "show per node whether, where and why a pod would be placed", "schedhook.explain"),
 )
 

@@ -1,0 +1,181 @@
+"""The extender's watch-fed view of the cluster, plus reservations for NRTs that lag behind binds.
+
+Nodes, NodeResourceTopologies, AppGroups, NetworkTopologies and bound pods are listed and then
+watched; a failed watch lists again after a backoff. When the extender binds a pod it reserves
+the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT is
+updated after the bind or the reservation times out, so a burst of pods does not see the same
+stale ``available`` and pile onto one zone.
+"""
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from kubernetes_asyncio import client, watch
+
+from apis.appgroup import AppGroup
+from apis.networktopology import NetworkTopology
+from apis.noderesourcetopology import NodeResourceTopology
+from schedhook.placement.evaluate import Snapshot
+from schedhook.placement.numa import NodeTopology, Zone
+from schedhook.placement.objects import snapshot
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Reservation:
+    pod: str
+    """The pod's uid."""
+    node: str
+    numa: tuple[int, ...]
+    request: dict[str, Decimal]
+    since: float = field(default_factory=time.monotonic)
+    tentative: bool = False
+    """Scored but not bound yet: kube-scheduler binds asynchronously, so the next pod's filter
+    can come before this pod's bind. Held on every feasible node until the bind says which."""
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+class ClusterCache:
+    def __init__(self, api: client.ApiClient, weights_name: str, reservation_timeout: float = 60.0) -> None:
+        self.api = api
+        self.weights_name = weights_name
+        self.reservation_timeout = reservation_timeout
+        self.tentative_timeout = 30.0
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {
+            k: {} for k in ("nodes", "nrts", "appgroups", "networktopologies", "pods")
+        }
+        self.nrt_updated: dict[str, float] = {}
+        self.reservations: list[Reservation] = []
+        self.synced = asyncio.Event()
+        self._synced_kinds: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
+        sources: dict[str, Callable[..., Awaitable[Any]]] = {
+            "nodes": core.list_node,
+            "pods": core.list_pod_for_all_namespaces,
+        }
+        for kind, model in (
+            ("nrts", NodeResourceTopology),
+            ("appgroups", AppGroup),
+            ("networktopologies", NetworkTopology),
+        ):
+            sources[kind] = _custom_lister(custom, model)
+        for kind, lister in sources.items():
+            self._tasks.append(asyncio.create_task(self._follow(kind, lister)))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
+        store = self.objects[kind]
+        extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
+        backoff = 1.0
+        while True:
+            try:
+                listed = await lister(_preload_content=False, **extra)
+                body = json.loads(await listed.read())
+                store.clear()
+                for item in body.get("items", []):
+                    store[_key(item)] = item
+                self._mark_synced(kind)
+                version = body["metadata"]["resourceVersion"]
+                async with watch.Watch().stream(
+                    lister, resource_version=version, timeout_seconds=300, _preload_content=False, **extra
+                ) as events:
+                    async for event in events:
+                        obj = event["raw_object"] if "raw_object" in event else event["object"]
+                        if event["type"] == "DELETED":
+                            store.pop(_key(obj), None)
+                        elif event["type"] in ("ADDED", "MODIFIED"):
+                            store[_key(obj)] = obj
+                            if kind == "nrts":
+                                self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
+                backoff = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the apiserver restarting, an expired resourceVersion...
+                logger.warning("watch of %s failed (%s); listing again in %.0fs", kind, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(30.0, backoff * 2)
+
+    def _mark_synced(self, kind: str) -> None:
+        self._synced_kinds.add(kind)
+        if len(self._synced_kinds) == len(self.objects):
+            self.synced.set()
+
+    def reserve(self, reservation: Reservation) -> None:
+        """Hold a pod's request; a firm reservation replaces the pod's tentative ones."""
+        if not reservation.tentative:
+            self.reservations = [r for r in self.reservations if r.pod != reservation.pod]
+        self.reservations.append(reservation)
+
+    def release(self, pod_uid: str) -> None:
+        self.reservations = [r for r in self.reservations if r.pod != pod_uid]
+
+    def _live_reservations(self) -> list[Reservation]:
+        now = time.monotonic()
+        self.reservations = [
+            r
+            for r in self.reservations
+            if now - r.since < (self.tentative_timeout if r.tentative else self.reservation_timeout)
+            and self.nrt_updated.get(r.node, 0) < r.since
+        ]
+        return self.reservations
+
+    def snapshot(self, exclude: str = "") -> Snapshot:
+        """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``)."""
+        snap = snapshot(
+            nodes=self.objects["nodes"].values(),
+            nrts=self.objects["nrts"].values(),
+            appgroups=self.objects["appgroups"].values(),
+            networktopologies=self.objects["networktopologies"].values(),
+            pods=self.objects["pods"].values(),
+            weights_name=self.weights_name,
+        )
+        for r in self._live_reservations():
+            if r.pod == exclude:
+                continue
+            node = snap.nrts.get(r.node)
+            if node is not None:
+                snap.nrts[r.node] = _minus(node, r)
+        return snap
+
+
+def _minus(node: NodeTopology, r: Reservation) -> NodeTopology:
+    """The node with a reservation taken from its zones, lowest NUMA id first."""
+    left = dict(r.request)
+    zones = []
+    for z in node.zones:
+        available = dict(z.available)
+        if z.numa in r.numa:
+            for resource, amount in list(left.items()):
+                if resource in available and amount > 0:
+                    used = min(available[resource], amount)
+                    available[resource] -= used
+                    left[resource] = amount - used
+        zones.append(Zone(z.numa, z.capacity, z.allocatable, available))
+    return replace(node, zones=tuple(zones))
+
+
+def _custom_lister(custom: client.CustomObjectsApi, model: Any) -> Callable[..., Awaitable[Any]]:
+    """Lists (and, through watch.Watch, watches) a custom resource in every namespace."""
+
+    async def list_all(**kwargs: Any) -> Any:
+        return await custom.list_cluster_custom_object(model.GROUP, model.VERSION, model.PLURAL, **kwargs)
+
+    return list_all

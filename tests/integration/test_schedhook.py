@@ -1,0 +1,157 @@
+"""End to end: the real kube-scheduler with the toposched profile calling our extender."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.integration.kube import ensure_kwok_node, free_port, wait_default_service_account, wait_for
+from tests.paths import REPO
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
+
+NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
+
+
+@pytest.fixture(scope="module")
+def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``toposched schedhook`` and a second, real kube-scheduler with the toposched profile."""
+    work = tmp_path_factory.mktemp("sched")
+    port = free_port()
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    config = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
+        KUBECONFIG=kubeconfig,
+        LEADER_ELECT="false",
+        LEASE_NAMESPACE="kube-system",
+        EXTENDER_URL=f"http://127.0.0.1:{port}",
+    )
+    (work / "config.yaml").write_text(config)
+    bin_dir = subprocess.run(
+        [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    commands = {
+        "extender": [
+            *(sys.executable, "-m", "toposched", "schedhook", "--port", str(port), "--metrics-port", "0"),
+            *("--address", "127.0.0.1", "--reservation-timeout", "300"),
+        ],
+        "scheduler": [f"{bin_dir}/kube-scheduler", f"--config={work / 'config.yaml'}", "--secure-port=0", "-v=2"],
+    }
+    procs = []
+    for name, command in commands.items():
+        with (work / f"{name}.log").open("wb") as log:
+            procs.append(subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
+    yield work
+    for proc in procs:
+        proc.terminate()
+        proc.wait(15)
+    print((work / "extender.log").read_text()[-3000:])
+
+
+def nrt(name: str, available: tuple[int, int], owner_uid: str) -> dict[str, Any]:
+    zones = []
+    for i, cpu in enumerate(available):
+        resources = [
+            {"name": "cpu", "capacity": 16, "allocatable": 16, "available": cpu},
+            {"name": "memory", "capacity": "64Gi", "allocatable": "60Gi", "available": "60Gi"},
+        ]
+        zones.append({"name": f"node-{i}", "type": "Node", "resources": resources})
+    attributes = [
+        {"name": "topologyManagerPolicy", "value": "single-numa-node"},
+        {"name": "topologyManagerScope", "value": "container"},
+        {"name": "cpuManagerPolicy", "value": "static"},
+        {"name": "memoryManagerPolicy", "value": "None"},
+    ]
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {
+            "name": name,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": owner_uid}],
+        },
+        "zones": zones,
+        "attributes": attributes,
+    }
+
+
+@pytest.fixture
+async def nodes(api: client.ApiClient) -> AsyncIterator[dict[str, str]]:
+    """Two kwok nodes: 'narrow' has 4 + 3 CPUs free per NUMA zone, 'wide' 2 + 8."""
+    tag = uuid.uuid4().hex[:6]
+    names = {"narrow": f"narrow-{tag}", "wide": f"wide-{tag}"}
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    for short, name in names.items():
+        await ensure_kwok_node(api, name, {"toposched-test": tag})
+        uid = (await core.read_node(name)).metadata.uid
+        body = nrt(name, (4, 3) if short == "narrow" else (2, 8), uid)
+        await custom.create_cluster_custom_object("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", body)
+    yield names
+    for name in names.values():
+        await core.delete_node(name)
+
+
+def guaranteed(name: str, cpu: int, node_selector: dict[str, str]) -> client.V1Pod:
+    limits = {"cpu": str(cpu), "memory": "1Gi"}
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(
+            scheduler_name="toposched",
+            node_selector=node_selector,
+            tolerations=[client.V1Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")],
+            containers=[
+                client.V1Container(
+                    name="app", image="example.invalid/app:1", resources=client.V1ResourceRequirements(limits=limits)
+                )
+            ],
+        ),
+    )
+
+
+async def bound_node(api: client.ApiClient, namespace: str, name: str) -> Any:
+    pod = await client.CoreV1Api(api).read_namespaced_pod(name, namespace)
+    return pod if pod.spec.node_name else None
+
+
+@pytest.mark.usefixtures("extender_and_scheduler")
+async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
+    api: client.ApiClient, namespace: str, nodes: dict[str, str]
+) -> None:
+    await wait_default_service_account(api, namespace)
+    core = client.CoreV1Api(api)
+    selector = {"toposched-test": nodes["narrow"].split("-")[1]}
+    # 6 CPUs on one NUMA zone: only 'wide' (8 free on node-1) can admit it.
+    await core.create_namespaced_pod(namespace, guaranteed("six", 6, selector))
+    pod = await wait_for(lambda: bound_node(api, namespace, "six"), within=60, what="pod six bound")
+    assert pod.spec.node_name == nodes["wide"]
+    assert json.loads(pod.metadata.annotations["toposched.io/numa-zones"]) == ["node-1"]
+
+    # 7 CPUs now fits nowhere: wide's node-1 is reserved for 'six' although its NRT did not change.
+    await core.create_namespaced_pod(namespace, guaranteed("seven", 7, selector))
+
+    async def failed_scheduling() -> Any:
+        events = await core.list_namespaced_event(namespace, field_selector="involvedObject.name=seven")
+        return [e.message for e in events.items if e.reason == "FailedScheduling"]
+
+    messages = await wait_for(failed_scheduling, within=60, what="FailedScheduling for seven")
+    assert any("toposched: cannot align container app on one NUMA zone: cpu 7 requested" in m for m in messages), (
+        messages
+    )
+    assert (await core.read_namespaced_pod("seven", namespace)).spec.node_name is None
+
+    # Two 3-CPU pods at once: the reservations spread them over different zones.
+    for name in ("burst-a", "burst-b"):
+        await core.create_namespaced_pod(namespace, guaranteed(name, 3, selector))
+    placed = []
+    for name in ("burst-a", "burst-b"):
+        pod = await wait_for(lambda n=name: bound_node(api, namespace, n), within=60, what=f"{name} bound")
+        placed.append((pod.spec.node_name, pod.metadata.annotations["toposched.io/numa-zones"]))
+    assert len(set(placed)) == 2, placed
+    await asyncio.sleep(0)

@@ -4,6 +4,8 @@ import argparse
 import asyncio
 import logging
 import os
+import ssl
+from datetime import timedelta
 
 from apis.constants import WEIGHT_NETPERF
 
@@ -21,6 +23,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=float(env("TOPOSCHED_RESERVATION_TIMEOUT", "60")),
         help="seconds a bound pod's request stays reserved if its node's NRT does not change",
     )
+    parser.add_argument("--webhook-port", type=int, default=int(env("TOPOSCHED_WEBHOOK_PORT", "9443")))
+    parser.add_argument("--tls-cert", default=env("TOPOSCHED_TLS_CERT"), help="webhook serving certificate (PEM)")
+    parser.add_argument("--tls-key", default=env("TOPOSCHED_TLS_KEY"), help="webhook serving key (PEM)")
+    parser.add_argument(
+        "--route-namespace", action="append", default=[], help="send pods of this namespace to toposched (repeatable)"
+    )
+    parser.add_argument(
+        "--route-label", action="append", default=[], metavar="KEY=VALUE", help="send pods with this label to toposched"
+    )
+    parser.add_argument(
+        "--order-wait",
+        type=float,
+        default=float(env("TOPOSCHED_ORDER_WAIT", "30")),
+        help="seconds a gated AppGroup pod waits for earlier workloads before it is released anyway",
+    )
     parser.add_argument(
         "--missing-nrt",
         choices=["pass", "fail"],
@@ -35,9 +52,11 @@ async def _serve(args: argparse.Namespace) -> None:
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
+    from schedhook.admission import Rules
     from schedhook.cache import ClusterCache
     from schedhook.placement.evaluate import Config
     from schedhook.server import Extender
+    from schedhook.webhook import Webhooks, release_gates_forever
 
     configuration = client.Configuration()
     try:
@@ -53,11 +72,29 @@ async def _serve(args: argparse.Namespace) -> None:
         await web.TCPSite(runner, args.address, args.port).start()
         if args.metrics_port:
             prometheus_client.start_http_server(args.metrics_port)
-        logging.getLogger(__name__).info("extender listening on %s:%d", args.address, args.port)
+        log = logging.getLogger(__name__)
+        log.info("extender listening on %s:%d", args.address, args.port)
+        runners = [runner]
+        tasks = [asyncio.create_task(release_gates_forever(api, cache, timedelta(seconds=args.order_wait)))]
+        if args.tls_cert and args.tls_key:
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(args.tls_cert, args.tls_key)
+            labels = dict(item.split("=", 1) for item in args.route_label)
+            rules = Rules(namespaces=args.route_namespace, match_labels=labels)
+            hooks = web.AppRunner(Webhooks(rules).app(), access_log=None)
+            await hooks.setup()
+            await web.TCPSite(hooks, args.address, args.webhook_port, ssl_context=tls).start()
+            runners.append(hooks)
+            log.info("admission webhooks listening on %s:%d (TLS)", args.address, args.webhook_port)
+        else:
+            log.warning("no --tls-cert/--tls-key: admission webhooks are off")
         try:
             await asyncio.Event().wait()
         finally:
-            await runner.cleanup()
+            for task in tasks:
+                task.cancel()
+            for r in runners:
+                await r.cleanup()
             await cache.close()
 
 

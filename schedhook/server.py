@@ -62,6 +62,17 @@ class Extender:
         pod = args.get("Pod") or args.get("pod") or {}
         names = list(args.get("NodeNames") or args.get("nodenames") or [])
         results = self._evaluate(pod, names)
+        uid = pod.get("metadata", {}).get("uid", "")
+        # The scheduler picks one of the fitting nodes and binds later, asynchronously (and
+        # skips prioritize when one node fits): hold the request on every fitting node until
+        # the bind says which, so the next pod's filter already sees it.
+        held = self.requests.get(uid, {})
+        self.cache.release(uid)
+        for n in names:
+            zones = results[n].numa_zones
+            if results[n].fit and zones and held:
+                numa = tuple(int(z.removeprefix("node-")) for z in zones)
+                self.cache.reserve(Reservation(uid, n, numa, held, tentative=True))
         body = {
             "NodeNames": [n for n in names if results[n].fit],
             "FailedNodes": {n: f"toposched: {results[n].reason}" for n in names if not results[n].fit},
@@ -81,14 +92,6 @@ class Extender:
         if results is None or any(n not in results for n in names):
             results = self._evaluate(pod, names)
         body = [{"Host": n, "Score": results[n].score * MAX_EXTENDER_PRIORITY // 100} for n in names]
-        # The scheduler now picks one of these nodes and binds later, asynchronously: hold the
-        # request on every candidate until the bind says which, so the next pod sees it.
-        held = self.requests.get(uid, {})
-        for n in names:
-            zones = results[n].numa_zones
-            if zones and held:
-                numa = tuple(int(z.removeprefix("node-")) for z in zones)
-                self.cache.reserve(Reservation(uid, n, numa, held, tentative=True))
         LATENCY.labels("prioritize").observe(time.perf_counter() - started)
         return web.json_response(body)
 

@@ -1,6 +1,7 @@
 """End to end: the real kube-scheduler with the toposched profile calling our extender."""
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -26,7 +27,23 @@ NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """``toposched schedhook`` and a second, real kube-scheduler with the toposched profile."""
     work = tmp_path_factory.mktemp("sched")
-    port = free_port()
+    port, webhook_port = free_port(), free_port()
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *(
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+                "-keyout",
+                str(work / "key.pem"),
+                "-out",
+                str(work / "cert.pem"),
+            ),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (work / "webhook-port").write_text(str(webhook_port))
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     config = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
         KUBECONFIG=kubeconfig,
@@ -41,7 +58,9 @@ def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFa
     commands = {
         "extender": [
             *(sys.executable, "-m", "toposched", "schedhook", "--port", str(port), "--metrics-port", "0"),
-            *("--address", "127.0.0.1", "--reservation-timeout", "300"),
+            *("--address", "127.0.0.1", "--reservation-timeout", "300", "--order-wait", "20"),
+            *("--webhook-port", str(webhook_port), "--tls-cert", str(work / "cert.pem")),
+            *("--tls-key", str(work / "key.pem"), "--route-label", "toposched-webhook=on"),
         ],
         "scheduler": [f"{bin_dir}/kube-scheduler", f"--config={work / 'config.yaml'}", "--secure-port=0", "-v=2"],
     }
@@ -155,3 +174,134 @@ async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
         placed.append((pod.spec.node_name, pod.metadata.annotations["toposched.io/numa-zones"]))
     assert len(set(placed)) == 2, placed
     await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def webhooks(api: client.ApiClient, namespace: str, extender_and_scheduler: Path) -> AsyncIterator[None]:
+    """Webhook configurations aimed at the test's schedhook, limited to this test's objects."""
+    work = extender_and_scheduler
+    port = int((work / "webhook-port").read_text())
+    ca = base64.b64encode((work / "cert.pem").read_bytes()).decode()
+    name = f"toposched-test-{namespace}"
+    await client.CoreV1Api(api).patch_namespace(namespace, {"metadata": {"labels": {"toposched-webhook": "on"}}})
+
+    def hook(path: str, resources: list[dict[str, Any]], selector: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": f"{path.strip('/')}.toposched.io",
+            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca},
+            "rules": resources,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 5,
+            **selector,
+        }
+
+    pods = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+    appgroups = [
+        {
+            "apiGroups": ["appgroup.diktyo.x-k8s.io"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["appgroups"],
+        }
+    ]
+    by_label = {"objectSelector": {"matchLabels": {"toposched-webhook": "on"}}}
+    by_namespace = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+    admission = client.AdmissionregistrationV1Api(api)
+    await admission.create_mutating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [hook("/mutate-pods", pods, by_label)]}
+    )
+    await admission.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": name},
+            "webhooks": [hook("/validate-pods", pods, by_label), hook("/validate-appgroups", appgroups, by_namespace)],
+        }
+    )
+    await asyncio.sleep(1)  # the apiserver picks up new configurations asynchronously
+    yield
+    await admission.delete_mutating_webhook_configuration(name)
+    await admission.delete_validating_webhook_configuration(name)
+
+
+def chain_appgroup(second_dep: str = "first") -> dict[str, Any]:
+    def info(s: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": s, "selector": s}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "chain"},
+        "spec": {
+            "numMembers": 2,
+            "workloads": [
+                {"workload": info("second"), "dependencies": [{"workload": info(second_dep)}]},
+                {"workload": info("first")},
+            ],
+        },
+    }
+
+
+@pytest.mark.usefixtures("webhooks")
+async def test_webhooks_validate_route_and_release_in_order(
+    api: client.ApiClient, namespace: str, nodes: dict[str, str]
+) -> None:
+    await wait_default_service_account(api, namespace)
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    tag = nodes["narrow"].split("-")[1]
+
+    bad = guaranteed("bad", 1, {"toposched-test": tag})
+    bad.metadata.labels = {"toposched-webhook": "on"}
+    bad.metadata.annotations = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy": "Single"}'}
+    with pytest.raises(client.ApiException) as info:
+        await core.create_namespaced_pod(namespace, bad)
+    assert "numaTopologyPolicy 'Single' is not one of" in info.value.body
+
+    with pytest.raises(client.ApiException) as info:
+        await custom.create_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain_appgroup("ghost")
+        )
+    assert "no workload has selector 'ghost'" in info.value.body
+
+    # A valid AppGroup whose order says: first, then second (the status an operator would write).
+    await custom.create_namespaced_custom_object(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain_appgroup()
+    )
+    order = [
+        {"workload": {"kind": "Deployment", "name": w, "selector": w}, "index": i}
+        for w, i in (("first", 1), ("second", 2))
+    ]
+    await custom.patch_namespaced_custom_object_status(
+        "appgroup.diktyo.x-k8s.io",
+        "v1alpha1",
+        namespace,
+        "appgroups",
+        "chain",
+        {"status": {"topologyOrder": order}},
+        _content_type="application/merge-patch+json",
+    )
+    await asyncio.sleep(1)  # the extender's cache sees the order
+
+    # Created in the wrong order, without a schedulerName: routed by label, gated, released in order.
+    for workload in ("second", "first"):
+        body = guaranteed(f"{workload}-0", 1, {"toposched-test": tag})
+        body.spec.scheduler_name = None
+        body.metadata.labels = {
+            "toposched-webhook": "on",
+            "appgroup.diktyo.x-k8s.io": "chain",
+            "appgroup.diktyo.x-k8s.io.workload": workload,
+        }
+        created = await core.create_namespaced_pod(namespace, body)
+        assert created.spec.scheduler_name == "toposched"
+        assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
+        await asyncio.sleep(0.5)
+
+    first = await wait_for(lambda: bound_node(api, namespace, "first-0"), within=30, what="first-0 bound")
+    second = await wait_for(lambda: bound_node(api, namespace, "second-0"), within=30, what="second-0 bound")
+
+    def bound_at(pod: Any) -> Any:
+        return next(
+            c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled" and c.status == "True"
+        )
+
+    assert bound_at(first) <= bound_at(second)

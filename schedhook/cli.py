@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds a gated AppGroup pod waits for earlier workloads before it is released anyway",
     )
     parser.add_argument(
+        "--no-remediation", action="store_true", help="leave pods that failed with TopologyAffinityError alone"
+    )
+    parser.add_argument(
         "--missing-nrt",
         choices=["pass", "fail"],
         default=env("TOPOSCHED_MISSING_NRT", "pass"),
@@ -55,6 +58,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from schedhook.admission import Rules
     from schedhook.cache import ClusterCache
     from schedhook.placement.evaluate import Config
+    from schedhook.remediation import remediate_forever
     from schedhook.server import Extender
     from schedhook.webhook import Webhooks, release_gates_forever
 
@@ -76,6 +80,8 @@ async def _serve(args: argparse.Namespace) -> None:
         log.info("extender listening on %s:%d", args.address, args.port)
         runners = [runner]
         tasks = [asyncio.create_task(release_gates_forever(api, cache, timedelta(seconds=args.order_wait)))]
+        if not args.no_remediation:
+            tasks.append(asyncio.create_task(remediate_forever(api)))
         if args.tls_cert and args.tls_key:
             tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             tls.load_cert_chain(args.tls_cert, args.tls_key)

@@ -28,12 +28,20 @@ class Release:
 
 
 def to_release(
-    pods: Sequence[GatedPod], order: Mapping[str, int] | None, now: datetime, wait: timedelta
+    pods: Sequence[GatedPod],
+    order: Mapping[str, int] | None,
+    now: datetime,
+    wait: timedelta,
+    settle: timedelta = timedelta(0),
 ) -> list[Release]:
-    """Which gated pods of one AppGroup may be scheduled now."""
+    """Which gated pods of one AppGroup may be scheduled now.
+
+    ``settle``: a pod is not released in order before it is this old, so that pods of earlier
+    workloads created at the same moment (a whole application applied at once) show up first.
+    """
     out: list[Release] = []
     for pod in pods:
-        if not pod.gated:
+        if not pod.gated or now - pod.created < settle:
             continue
         mine = order.get(pod.workload) if order and pod.workload is not None else None
         if order is None or mine is None:

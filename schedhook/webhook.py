@@ -16,6 +16,7 @@ from apis.constants import APPGROUP_LABEL, WORKLOAD_LABEL
 from schedhook.admission import ORDER_GATE, Rules, mutate_pod, review_response, validate_appgroup, validate_pod
 from schedhook.cache import ClusterCache
 from schedhook.gates import GatedPod, to_release
+from schedhook.k8s import pod_event
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,11 @@ def _created(pod: client.V1Pod) -> datetime:
 
 
 async def release_gates_forever(
-    api: client.ApiClient, cache: ClusterCache, wait: timedelta, period: float = 1.0
+    api: client.ApiClient,
+    cache: ClusterCache,
+    wait: timedelta,
+    period: float = 1.0,
+    settle: timedelta = timedelta(seconds=2),
 ) -> None:
     """Every ``period``: lift the topology-order gate of the pods whose turn has come."""
     core = client.CoreV1Api(api)
@@ -86,7 +91,7 @@ async def release_gates_forever(
                     )
                     for p in members
                 ]
-                for release in to_release(views, order, datetime.now(UTC), wait):
+                for release in to_release(views, order, datetime.now(UTC), wait, settle):
                     pod = next(p for p in members if p.metadata.name == release.pod)
                     # Remove only our gate; other gates are someone else's business.
                     await core.patch_namespaced_pod(
@@ -96,9 +101,8 @@ async def release_gates_forever(
                         _content_type="application/strategic-merge-patch+json",
                     )
                     if release.reason == "timeout":
-                        await _event(
-                            core, pod, f"released after waiting {wait.total_seconds():.0f}s for earlier workloads"
-                        )
+                        message = f"released after waiting {wait.total_seconds():.0f}s for earlier workloads"
+                        await pod_event(core, pod, "TopologyOrderTimeout", message)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -108,24 +112,3 @@ async def release_gates_forever(
 
 def _gated(pod: client.V1Pod) -> bool:
     return any(g.name == ORDER_GATE for g in pod.spec.scheduling_gates or [])
-
-
-async def _event(core: client.CoreV1Api, pod: client.V1Pod, message: str) -> None:
-    now = datetime.now(UTC)
-    event = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{pod.metadata.name}.", namespace=pod.metadata.namespace),
-        involved_object=client.V1ObjectReference(
-            api_version="v1", kind="Pod", name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid
-        ),
-        type="Warning",
-        reason="TopologyOrderTimeout",
-        message=message,
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-        source=client.V1EventSource(component="toposched-schedhook"),
-    )
-    try:
-        await core.create_namespaced_event(pod.metadata.namespace, event)
-    except client.ApiException as exc:
-        logger.warning("could not post an event on %s: %s", pod.metadata.name, exc.reason)

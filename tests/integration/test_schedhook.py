@@ -305,3 +305,45 @@ async def test_webhooks_validate_route_and_release_in_order(
         )
 
     assert bound_at(first) <= bound_at(second)
+
+
+async def test_topology_affinity_errors_are_handed_back_to_their_controller(
+    api: client.ApiClient, namespace: str, extender_and_scheduler: Path
+) -> None:
+    await wait_default_service_account(api, namespace)
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    nowhere = {"toposched-test": "nowhere"}  # never scheduled: the status we write stays as written
+    template = {
+        "metadata": {"labels": {"app": "owned"}},
+        "spec": {"nodeSelector": nowhere, "containers": [{"name": "c", "image": "example.invalid/c:1"}]},
+    }
+    await apps.create_namespaced_replica_set(
+        namespace,
+        {
+            "metadata": {"name": "owner"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "owned"}}, "template": template},
+        },
+    )
+
+    async def owned_pod() -> Any:
+        pods = await core.list_namespaced_pod(namespace, label_selector="app=owned")
+        return pods.items[0].metadata.name if pods.items else None
+
+    owned = await wait_for(owned_pod, what="the ReplicaSet's pod")
+    await core.create_namespaced_pod(namespace, {"metadata": {"name": "standalone"}, "spec": template["spec"]})
+    failed = {"status": {"phase": "Failed", "reason": "TopologyAffinityError", "message": "cannot align"}}
+    for name in (owned, "standalone"):
+        await core.patch_namespaced_pod_status(name, namespace, failed)
+
+    async def owned_gone() -> bool:
+        pods = await core.list_namespaced_pod(namespace)
+        return owned not in [p.metadata.name for p in pods.items]
+
+    await wait_for(owned_gone, within=30, what="the owned failed pod deleted")
+
+    async def standalone_event() -> Any:
+        events = await core.list_namespaced_event(namespace, field_selector="involvedObject.name=standalone")
+        return [e for e in events.items if e.reason == "TopologyAffinityRemediation"]
+
+    await wait_for(standalone_event, within=30, what="an Event on the standalone pod")
+    assert (await core.read_namespaced_pod("standalone", namespace)).status.phase == "Failed"

@@ -133,3 +133,9 @@ def gp(name: str, workload: str, gated: bool = True, bound: bool = False, age: f
 )
 def test_release_in_topology_order(pods: list[GatedPod], order: dict[str, int] | None, released: list[Release]) -> None:
     assert to_release(pods, order, NOW, timedelta(seconds=30)) == released
+
+
+def test_young_pods_settle_first() -> None:
+    pods = [gp("c", "cart", age=1), gp("f", "frontend", age=3)]
+    released = to_release(pods, ORDER, NOW, timedelta(seconds=30), settle=timedelta(seconds=2))
+    assert released == [Release("f", "order")]

@@ -164,8 +164,11 @@ async def test_prober_measures_injected_delays_and_costs_follow(
         to_c = int(data[latency_key("p90", a, c)])
         print(log)
         assert to_b < to_c
-        assert abs(to_b - 2) <= 0.2 * 2, f"2 ms link measured {to_b} ms"
-        assert abs(to_c - 20) <= 0.2 * 20, f"20 ms link measured {to_c} ms"
+        # Closeness on the median: the p90 of a relay in a busy test process has a long tail.
+        median_b = int(data[latency_key("p50", a, b)])
+        median_c = int(data[latency_key("p50", a, c)])
+        assert abs(median_b - 2) <= 0.2 * 2, f"2 ms link measured {median_b} ms (p50)"
+        assert abs(median_c - 20) <= 0.2 * 20, f"20 ms link measured {median_c} ms (p50)"
         assert f"netperf.timestamp.origin.{a}.destination.{b}" in data
         # The b-c zone pair is not the origin's to measure (one prober per origin zone).
         assert latency_key("p90", b, c) not in data

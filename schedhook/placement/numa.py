@@ -8,6 +8,7 @@ container or pod scope. Without those attributes (older exporters) it falls back
 NodeResourceTopologyMatch filter, which is stricter (it treats CPU and memory as NUMA-bound).
 """
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -137,13 +138,18 @@ class Container:
     sidecar: bool = False
     """A restartable init container: runs alongside the app containers."""
 
+    @functools.cached_property
+    def request(self) -> dict[str, Decimal]:
+        """Requests, defaulting to limits as the apiserver does."""
+        return {**dict(self.limits), **dict(self.requests)}
+
 
 @dataclass(frozen=True)
 class Pod:
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...] = ()
 
-    @property
+    @functools.cached_property
     def qos(self) -> str:
         everything = [*self.init_containers, *self.containers]
         if all(not c.requests.get(r) and not c.limits.get(r) for c in everything for r in ("cpu", "memory")):
@@ -170,7 +176,7 @@ class Pod:
 
 def container_request(c: Container) -> dict[str, Decimal]:
     """Requests, defaulting to limits as the apiserver does."""
-    return {**dict(c.limits), **dict(c.requests)}
+    return c.request
 
 
 @dataclass(frozen=True)

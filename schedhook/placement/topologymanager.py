@@ -6,6 +6,7 @@ list of hints, ``None`` (don't care) or ``[]`` (impossible). The merge picks the
 kubelet would pick and says whether the pod would be admitted under the policy.
 """
 
+import functools
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +34,13 @@ def mask(*numa: int) -> int:
     return out
 
 
-def bits(m: int) -> list[int]:
-    return [i for i in range(m.bit_length()) if m >> i & 1]
+@functools.cache
+def bits(m: int) -> tuple[int, ...]:
+    return tuple(i for i in range(m.bit_length()) if m >> i & 1)
 
 
 def count(m: int) -> int:
-    return bin(m).count("1")
+    return m.bit_count()
 
 
 def narrower(a: int, b: int) -> bool:
@@ -48,11 +50,14 @@ def narrower(a: int, b: int) -> bool:
 
 def masks(numa_ids: Sequence[int]) -> list[int]:
     """Every non-empty mask over the ids, by size, then lexicographically (the kubelet's order)."""
-    out = []
-    for size in range(1, len(numa_ids) + 1):
-        for combo in itertools.combinations(sorted(numa_ids), size):
-            out.append(mask(*combo))
-    return out
+    return list(_masks(tuple(sorted(numa_ids))))
+
+
+@functools.cache
+def _masks(numa_ids: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(
+        mask(*combo) for size in range(1, len(numa_ids) + 1) for combo in itertools.combinations(numa_ids, size)
+    )
 
 
 def _pick(best: Hint | None, cand: Hint, target: int) -> Hint:

@@ -1,6 +1,7 @@
 """The Helm chart against the local control plane: lint, server-side validation, install,
 least-privilege RBAC (each component run with its own ServiceAccount's token), uninstall."""
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from exporter.kubeletconfig import KubeletConfig
 from exporter.publisher import Publisher
 from exporter.sysfs import read_machine
 from exporter.topology import Inputs, build
-from tests.integration.kube import create_appgroup, ensure_kwok_node, wait_for
+from tests.integration.kube import create_appgroup, ensure_kwok_node, free_port, wait_for
 from tests.paths import CRDS, EXAMPLES, REPO
 from tests.unit.exporter.sysfs_trees import two_socket
 
@@ -283,3 +284,41 @@ async def test_exporter_works_with_its_service_account(
     )
     assert [z["name"] for z in stored["zones"]] == ["node-0", "node-1"]
     await client.CoreV1Api(api).delete_node(node)
+
+
+def start_schedhook(config: Path, port: int, log: Path) -> "subprocess.Popen[bytes]":
+    env = {**os.environ, "KUBECONFIG": str(config)}
+    command = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*command, "--metrics-port", "0", "--no-remediation"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def test_schedhook_works_with_its_service_account(
+    api: client.ApiClient, kubeconfig: Path, release: tuple[str, str], tmp_path: Path
+) -> None:
+    config = token_kubeconfig(kubeconfig, await sa_token(api, release, "schedhook"), tmp_path / "kubeconfig")
+    port = free_port()
+    proc = start_schedhook(config, port, tmp_path / "schedhook.log")
+    try:
+
+        async def ready() -> bool:
+            # Ready means every watch (nodes, pods, NRTs, AppGroups, NetworkTopologies) has listed.
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                return False
+            writer.write(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = await reader.read()
+            writer.close()
+            await writer.wait_closed()
+            return b" 200 " in answer.split(b"\r\n", 1)[0] + b" "
+
+        await wait_for(ready, within=60, what="schedhook ready with its ServiceAccount")
+    finally:
+        stop(proc, tmp_path / "schedhook.log")

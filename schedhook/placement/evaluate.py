@@ -11,8 +11,9 @@ from typing import Any
 from apis.appgroup import AppGroup
 from apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
 from apis.quantity import parse_quantity
+from schedhook.placement import fast
 from schedhook.placement.network import Edge, Link, Location, Settings, evaluate, normalize
-from schedhook.placement.numa import NodeTopology, Pod, container_request, pod_from_spec, predict
+from schedhook.placement.numa import NodeTopology, Pod, Verdict, container_request, pod_from_spec, predict
 from schedhook.placement.podpolicy import PolicyError, effective_policy, exclusive_ok, numa_status, parse_annotation
 from schedhook.placement.score import LEAST_ALLOCATED, node_score
 
@@ -128,7 +129,12 @@ def evaluate_pod(
             result.fit, result.reason = False, str(exc)
             continue
         node = nrt if policy == nrt.policy else _with_policy(nrt, policy)
-        verdict = predict(node, pod)
+        if fast.applies(pod, node):
+            admitted, chosen = fast.admit_zone(pod, node, fast.hinted(pod, node) or [])
+            scope_key = "pod" if node.scope == "pod" else pod.containers[0].name
+            verdict = Verdict(admitted, "" if admitted else f"cannot align {_what(node, pod)}", {scope_key: chosen})
+        else:
+            verdict = predict(node, pod)
         if not verdict.admit:
             detail = shortfall(pod, node)
             result.fit = False
@@ -154,6 +160,10 @@ def evaluate_pod(
         weights = sum(weight_of[k] for k in r.scores)
         r.score = sum(v * weight_of[k] for k, v in r.scores.items()) // weights if weights else 0
     return results
+
+
+def _what(node: NodeTopology, pod: Pod) -> str:
+    return "pod" if node.scope == "pod" else f"container {pod.containers[0].name}"
 
 
 def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:

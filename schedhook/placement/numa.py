@@ -54,6 +54,15 @@ class Zone:
     allocatable: Mapping[str, Decimal]
     available: Mapping[str, Decimal]
 
+    @functools.cached_property
+    def floats(self) -> dict[str, dict[str, float]]:
+        """The same values as floats, for the fast path (computed once per zone)."""
+        return {
+            "capacity": {k: float(v) for k, v in self.capacity.items()},
+            "allocatable": {k: float(v) for k, v in self.allocatable.items()},
+            "available": {k: float(v) for k, v in self.available.items()},
+        }
+
 
 @dataclass(frozen=True)
 class NodeTopology:

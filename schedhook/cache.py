@@ -19,11 +19,14 @@ from typing import Any
 from kubernetes_asyncio import client, watch
 
 from apis.appgroup import AppGroup
+from apis.constants import REGION_LABEL, ZONE_LABEL
 from apis.networktopology import NetworkTopology
 from apis.noderesourcetopology import NodeResourceTopology
+from apis.quantity import parse_quantity
 from schedhook.placement.evaluate import Snapshot
-from schedhook.placement.numa import NodeTopology, Zone
-from schedhook.placement.objects import snapshot
+from schedhook.placement.network import Location
+from schedhook.placement.numa import NodeTopology, Zone, from_nrt
+from schedhook.placement.objects import links_of, placed_pod
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +63,7 @@ class ClusterCache:
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
+        self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
 
     def start(self) -> None:
         core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
@@ -138,22 +142,68 @@ class ClusterCache:
         return self.reservations
 
     def snapshot(self, exclude: str = "") -> Snapshot:
-        """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``)."""
-        snap = snapshot(
-            nodes=self.objects["nodes"].values(),
-            nrts=self.objects["nrts"].values(),
-            appgroups=self.objects["appgroups"].values(),
-            networktopologies=self.objects["networktopologies"].values(),
-            pods=self.objects["pods"].values(),
-            weights_name=self.weights_name,
-        )
+        """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``).
+
+        Parsed objects are cached by resourceVersion, so a filter call costs a few dict
+        lookups per object rather than a parse.
+        """
+        snap = Snapshot()
+        allocatable: dict[str, dict[str, Decimal]] = {}
+        for key, node_body in self.objects["nodes"].items():
+            name = node_body["metadata"]["name"]
+            location, node_allocatable = self._parsed("nodes", key, node_body, _node_view)
+            snap.locations[name] = location
+            allocatable[name] = node_allocatable
+        for key, body in self.objects["nrts"].items():
+            name = body["metadata"]["name"]
+            node_allocatable = allocatable.get(name, {})
+            extra = tuple(sorted(node_allocatable.items()))
+            snap.nrts[name] = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+        for key, body in self.objects["appgroups"].items():
+            ag = self._parsed("appgroups", key, body, AppGroup.model_validate)
+            snap.appgroups[(ag.namespace or "default", ag.name)] = ag
+        for key, body in self.objects["networktopologies"].items():
+            snap.links.update(
+                self._parsed(
+                    "networktopologies",
+                    key,
+                    body,
+                    lambda b: links_of(NetworkTopology.model_validate(b), self.weights_name),
+                )
+            )
+        for key, pod in self.objects["pods"].items():
+            placed = self._parsed("pods", key, pod, placed_pod)
+            if placed is not None:
+                snap.placed.append(placed)
         for r in self._live_reservations():
             if r.pod == exclude:
                 continue
-            node = snap.nrts.get(r.node)
-            if node is not None:
-                snap.nrts[r.node] = _minus(node, r)
+            reserved = snap.nrts.get(r.node)
+            if reserved is not None:
+                snap.nrts[r.node] = _minus(reserved, r)
         return snap
+
+    def _parsed(self, kind: str, key: str, body: dict[str, Any], build: Callable[[Any], Any], extra: Any = None) -> Any:
+        version = (body["metadata"].get("resourceVersion"), extra)
+        cached = self._parse_cache.setdefault(kind, {}).get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        value = build(body)
+        self._parse_cache[kind][key] = (version, value)
+        return value
+
+
+def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]], NodeTopology]:
+    def build(body: dict[str, Any]) -> NodeTopology:
+        return from_nrt(NodeResourceTopology.model_validate(body), node_allocatable)
+
+    return build
+
+
+def _node_view(node: dict[str, Any]) -> tuple[Location, dict[str, Decimal]]:
+    labels = node["metadata"].get("labels") or {}
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    return Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL)), {k: parse_quantity(v) for k, v in raw.items()}
 
 
 def _minus(node: NodeTopology, r: Reservation) -> NodeTopology:

@@ -171,9 +171,12 @@ async def test_bad_input_is_reported_and_last_good_costs_stay(api: client.ApiCli
     assert "netperf-metrics not found" in condition(obj, "Ready")["message"]
     assert netperf_costs(obj, namespace) == expected
 
-    events = await client.CoreV1Api(api).list_namespaced_event(namespace)
-    reasons = {e.reason for e in events.items if e.type == "Warning"}
-    assert {"Degraded", "MeasurementsUnavailable"} <= reasons
+    async def warned() -> bool:
+        # The Event follows the status write that made the condition visible.
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+        return {"Degraded", "MeasurementsUnavailable"} <= {e.reason for e in events.items if e.type == "Warning"}
+
+    await wait_for(warned, what="Warning Events for both problems")
 
 
 @pytest.mark.usefixtures("operator")

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import appgroup_latency, appgroup_sort, exporter, networktopology
+from bench import appgroup_latency, appgroup_sort, exporter, networktopology, schedhook
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,6 +84,17 @@ def report(results: dict[str, Any]) -> str:
         f"| {nt['writes_when_nothing_changed']} |",
         "",
     ]
+    sh = results["schedhook"]
+    lines += [
+        f"## schedhook: one pod against {sh['nodes']} two-NUMA nodes ({sh['fitting']} fit)",
+        "",
+        "| path | median ms | p99 ms | min | max |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for label, key in (("pure evaluation", "evaluate_ms"), ("extender (cached snapshot + evaluation)", "extender_ms")):
+        v = sh[key]
+        lines.append(f"| {label} | {v['median']:.1f} | {v['p99']:.1f} | {v['min']:.1f} | {v['max']:.1f} |")
+    lines.append("")
     scan = results["exporter_scan"]["scan_and_build_ms"]
     daemon = results["exporter_daemon"]
     a = daemon["allocation_to_nrt_ms"]
@@ -125,6 +136,7 @@ def main() -> int:
             nodes=300 if args.full else 100,
             samples=100 if args.full else 30,
         ),
+        "schedhook": schedhook.run(repeats=31 if args.full else 11),
         "exporter_scan": exporter.run_scan(),
         "exporter_daemon": exporter.run_daemon(
             kubeconfig, samples=100 if args.full else 30, idle_seconds=60 if args.full else 30

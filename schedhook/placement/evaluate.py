@@ -111,6 +111,7 @@ def evaluate_pod(
     except PolicyError as exc:
         pod_policy, policy_error = parse_annotation(None), f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
 
+    hints: dict[tuple[object, ...], list[tuple[str, float, str]]] = {}
     for name in candidates:
         result = NodeResult(node=name, fit=True)
         results.append(result)
@@ -130,7 +131,10 @@ def evaluate_pod(
             continue
         node = nrt if policy == nrt.policy else _with_policy(nrt, policy)
         if fast.applies(pod, node):
-            admitted, chosen = fast.admit_zone(pod, node, fast.hinted(pod, node) or [])
+            key = fast.hint_key(pod, node)
+            if key not in hints:
+                hints[key] = fast.hinted(pod, node) or []
+            admitted, chosen = fast.admit_zone(pod, node, hints[key])
             scope_key = "pod" if node.scope == "pod" else pod.containers[0].name
             verdict = Verdict(admitted, "" if admitted else f"cannot align {_what(node, pod)}", {scope_key: chosen})
         else:

@@ -26,9 +26,15 @@ def hinted(pod: Pod, node: NodeTopology) -> list[tuple[str, float, str]] | None:
         elif numa_affine(resource):
             if node.memory_manager == "Static" and guaranteed:
                 out.append((resource, float(amount), "allocatable"))
-        elif any(resource in z.allocatable for z in node.zones):
+        elif resource in node.reported:
             out.append((resource, float(amount), "allocatable"))
     return out
+
+
+def hint_key(pod: Pod, node: NodeTopology) -> tuple[object, ...]:
+    """What ``hinted`` depends on besides the pod: two nodes with the same key get the same hints."""
+    devices = tuple(r in node.reported for r in container_request(pod.containers[0]) if not numa_affine(r))
+    return node.cpu_manager, node.memory_manager, devices
 
 
 def applies(pod: Pod, node: NodeTopology) -> bool:

@@ -83,6 +83,11 @@ class NodeTopology:
     def numa_ids(self) -> list[int]:
         return [z.numa for z in self.zones]
 
+    @functools.cached_property
+    def reported(self) -> frozenset[str]:
+        """Resources some zone reports (a device resource no zone reports is host-level)."""
+        return frozenset(r for z in self.zones for r in z.allocatable)
+
     @property
     def knows_managers(self) -> bool:
         return self.cpu_manager is not None and self.memory_manager is not None

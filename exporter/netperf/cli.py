@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ async def _main(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if not args.node:
-        print("toposched netperf: --node or $NODE_NAME is required")
+        print("toposched netperf: --node or $NODE_NAME is required", file=sys.stderr)
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return asyncio.run(_main(args))

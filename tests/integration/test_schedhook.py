@@ -173,7 +173,6 @@ async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
         pod = await wait_for(lambda n=name: bound_node(api, namespace, n), within=60, what=f"{name} bound")
         placed.append((pod.spec.node_name, pod.metadata.annotations["toposched.io/numa-zones"]))
     assert len(set(placed)) == 2, placed
-    await asyncio.sleep(0)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import appgroup_latency, appgroup_sort, exporter, networktopology, schedhook
+from bench import appgroup_latency, appgroup_sort, exporter, networktopology, schedhook, throughput
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,6 +95,15 @@ def report(results: dict[str, Any]) -> str:
         v = sh[key]
         lines.append(f"| {label} | {v['median']:.1f} | {v['p99']:.1f} | {v['min']:.1f} | {v['max']:.1f} |")
     lines.append("")
+    tp = results["throughput"]
+    lines += [
+        f"## Scheduling throughput: {tp['pods']} pods on {tp['nodes']} kwok nodes (same kube-scheduler, same limits)",
+        "",
+        "| kube-scheduler alone | with the toposched extender | ratio |",
+        "| ---: | ---: | ---: |",
+        f"| {tp['pods_per_second_alone']} pods/s | {tp['pods_per_second_with_extender']} pods/s | {tp['ratio']} |",
+        "",
+    ]
     scan = results["exporter_scan"]["scan_and_build_ms"]
     daemon = results["exporter_daemon"]
     a = daemon["allocation_to_nrt_ms"]
@@ -137,6 +146,7 @@ def main() -> int:
             samples=100 if args.full else 30,
         ),
         "schedhook": schedhook.run(repeats=31 if args.full else 11),
+        "throughput": throughput.run(kubeconfig, nodes=300 if args.full else 100, pods=500 if args.full else 200),
         "exporter_scan": exporter.run_scan(),
         "exporter_daemon": exporter.run_daemon(
             kubeconfig, samples=100 if args.full else 30, idle_seconds=60 if args.full else 30

@@ -175,12 +175,12 @@ class ClusterCache:
             placed = self._parsed("pods", key, pod, placed_pod)
             if placed is not None:
                 snap.placed.append(placed)
+        by_node: dict[str, list[Reservation]] = {}
         for r in self._live_reservations():
-            if r.pod == exclude:
-                continue
-            reserved = snap.nrts.get(r.node)
-            if reserved is not None:
-                snap.nrts[r.node] = _minus(reserved, r)
+            if r.pod != exclude and r.node in snap.nrts:
+                by_node.setdefault(r.node, []).append(r)
+        for node_name, held in by_node.items():
+            snap.nrts[node_name] = _minus(snap.nrts[node_name], held)
         return snap
 
     def _parsed(self, kind: str, key: str, body: dict[str, Any], build: Callable[[Any], Any], extra: Any = None) -> Any:
@@ -206,20 +206,22 @@ def _node_view(node: dict[str, Any]) -> tuple[Location, dict[str, Decimal]]:
     return Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL)), {k: parse_quantity(v) for k, v in raw.items()}
 
 
-def _minus(node: NodeTopology, r: Reservation) -> NodeTopology:
-    """The node with a reservation taken from its zones, lowest NUMA id first."""
-    left = dict(r.request)
-    zones = []
-    for z in node.zones:
-        available = dict(z.available)
-        if z.numa in r.numa:
+def _minus(node: NodeTopology, held: list[Reservation]) -> NodeTopology:
+    """The node with its reservations taken from their zones (lowest NUMA id first), in one copy."""
+    available = {z.numa: dict(z.available) for z in node.zones}
+    for r in held:
+        left = dict(r.request)
+        for numa in sorted(r.numa):
+            zone = available.get(numa)
+            if zone is None:
+                continue
             for resource, amount in list(left.items()):
-                if resource in available and amount > 0:
-                    used = min(available[resource], amount)
-                    available[resource] -= used
+                if resource in zone and amount > 0:
+                    used = min(zone[resource], amount)
+                    zone[resource] -= used
                     left[resource] = amount - used
-        zones.append(Zone(z.numa, z.capacity, z.allocatable, available))
-    return replace(node, zones=tuple(zones))
+    zones = tuple(Zone(z.numa, z.capacity, z.allocatable, available[z.numa]) for z in node.zones)
+    return replace(node, zones=zones)
 
 
 def _custom_lister(custom: client.CustomObjectsApi, model: Any) -> Callable[..., Awaitable[Any]]:

@@ -67,6 +67,8 @@ async def _serve(args: argparse.Namespace) -> None:
         config.load_incluster_config(client_configuration=configuration)
     except ConfigException:
         await config.load_kube_config(client_configuration=configuration)
+    # Five watches hold connections for good; binds and patches must not queue behind them.
+    configuration.connection_pool_maxsize = 64
     async with client.ApiClient(configuration) as api:
         cache = ClusterCache(api, args.weights_name, args.reservation_timeout)
         cache.start()

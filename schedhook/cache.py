@@ -23,7 +23,7 @@ from apis.constants import REGION_LABEL, ZONE_LABEL
 from apis.networktopology import NetworkTopology
 from apis.noderesourcetopology import NodeResourceTopology
 from apis.quantity import parse_quantity
-from schedhook.placement.evaluate import Snapshot
+from schedhook.placement.evaluate import Placed, Snapshot
 from schedhook.placement.network import Location
 from schedhook.placement.numa import NodeTopology, Zone, from_nrt
 from schedhook.placement.objects import links_of, placed_pod
@@ -64,6 +64,9 @@ class ClusterCache:
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
+        self._versions: dict[str, int] = {}
+        self._placed: dict[str, Placed | None] = {}
+        self._base: tuple[tuple[int, ...], Snapshot] | None = None
 
     def start(self) -> None:
         core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
@@ -96,6 +99,9 @@ class ClusterCache:
                 store.clear()
                 for item in body.get("items", []):
                     store[_key(item)] = item
+                self._changed(kind)
+                if kind == "pods":
+                    self._placed = {k: placed_pod(v) for k, v in store.items()}
                 self._mark_synced(kind)
                 version = body["metadata"]["resourceVersion"]
                 async with watch.Watch().stream(
@@ -103,12 +109,18 @@ class ClusterCache:
                 ) as events:
                     async for event in events:
                         obj = event["raw_object"] if "raw_object" in event else event["object"]
+                        key = _key(obj)
                         if event["type"] == "DELETED":
-                            store.pop(_key(obj), None)
+                            store.pop(key, None)
+                            if kind == "pods":
+                                self._placed.pop(key, None)
                         elif event["type"] in ("ADDED", "MODIFIED"):
-                            store[_key(obj)] = obj
+                            store[key] = obj
                             if kind == "nrts":
                                 self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
+                            if kind == "pods":
+                                self._placed[key] = placed_pod(obj)
+                        self._changed(kind)
                 backoff = 1.0
             except asyncio.CancelledError:
                 raise
@@ -116,6 +128,9 @@ class ClusterCache:
                 logger.warning("watch of %s failed (%s); listing again in %.0fs", kind, exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(30.0, backoff * 2)
+
+    def _changed(self, kind: str) -> None:
+        self._versions[kind] = self._versions.get(kind, 0) + 1
 
     def _mark_synced(self, kind: str) -> None:
         self._synced_kinds.add(kind)
@@ -144,37 +159,18 @@ class ClusterCache:
     def snapshot(self, exclude: str = "") -> Snapshot:
         """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``).
 
-        Parsed objects are cached by resourceVersion, so a filter call costs a few dict
-        lookups per object rather than a parse.
+        Nodes, NRTs, AppGroups and NetworkTopologies are assembled again only after one of
+        them changed (parsed objects are cached by resourceVersion); bound pods are kept
+        parsed as their events arrive. A filter call then costs a few dict copies.
         """
-        snap = Snapshot()
-        allocatable: dict[str, dict[str, Decimal]] = {}
-        for key, node_body in self.objects["nodes"].items():
-            name = node_body["metadata"]["name"]
-            location, node_allocatable = self._parsed("nodes", key, node_body, _node_view)
-            snap.locations[name] = location
-            allocatable[name] = node_allocatable
-        for key, body in self.objects["nrts"].items():
-            name = body["metadata"]["name"]
-            node_allocatable = allocatable.get(name, {})
-            extra = tuple(sorted(node_allocatable.items()))
-            snap.nrts[name] = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
-        for key, body in self.objects["appgroups"].items():
-            ag = self._parsed("appgroups", key, body, AppGroup.model_validate)
-            snap.appgroups[(ag.namespace or "default", ag.name)] = ag
-        for key, body in self.objects["networktopologies"].items():
-            snap.links.update(
-                self._parsed(
-                    "networktopologies",
-                    key,
-                    body,
-                    lambda b: links_of(NetworkTopology.model_validate(b), self.weights_name),
-                )
-            )
-        for key, pod in self.objects["pods"].items():
-            placed = self._parsed("pods", key, pod, placed_pod)
-            if placed is not None:
-                snap.placed.append(placed)
+        base = self._base_snapshot()
+        snap = Snapshot(
+            locations=dict(base.locations),
+            nrts=dict(base.nrts),
+            appgroups=dict(base.appgroups),
+            links=dict(base.links),
+            placed=[p for p in self._placed.values() if p is not None],
+        )
         by_node: dict[str, list[Reservation]] = {}
         for r in self._live_reservations():
             if r.pod != exclude and r.node in snap.nrts:
@@ -182,6 +178,33 @@ class ClusterCache:
         for node_name, held in by_node.items():
             snap.nrts[node_name] = _minus(snap.nrts[node_name], held)
         return snap
+
+    def _base_snapshot(self) -> Snapshot:
+        key = tuple(self._versions.get(k, 0) for k in ("nodes", "nrts", "appgroups", "networktopologies"))
+        if self._base is not None and self._base[0] == key:
+            return self._base[1]
+        snap = Snapshot()
+        allocatable: dict[str, dict[str, Decimal]] = {}
+        for node_key, node_body in self.objects["nodes"].items():
+            name = node_body["metadata"]["name"]
+            location, node_allocatable = self._parsed("nodes", node_key, node_body, _node_view)
+            snap.locations[name] = location
+            allocatable[name] = node_allocatable
+        for nrt_key, body in self.objects["nrts"].items():
+            name = body["metadata"]["name"]
+            node_allocatable = allocatable.get(name, {})
+            extra = tuple(sorted(node_allocatable.items()))
+            snap.nrts[name] = self._parsed("nrts", nrt_key, body, _nrt_view(node_allocatable), extra=extra)
+        for ag_key, body in self.objects["appgroups"].items():
+            ag = self._parsed("appgroups", ag_key, body, AppGroup.model_validate)
+            snap.appgroups[(ag.namespace or "default", ag.name)] = ag
+        for nt_key, body in self.objects["networktopologies"].items():
+            snap.links.update(self._parsed("networktopologies", nt_key, body, self._links))
+        self._base = (key, snap)
+        return snap
+
+    def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
+        return links_of(NetworkTopology.model_validate(body), self.weights_name)
 
     def _parsed(self, kind: str, key: str, body: dict[str, Any], build: Callable[[Any], Any], extra: Any = None) -> Any:
         version = (body["metadata"].get("resourceVersion"), extra)

@@ -5,17 +5,14 @@ from typing import Final
 APPGROUP_GROUP: Final = "appgroup.diktyo.x-k8s.io"
 APPGROUP_VERSION: Final = "v1alpha1"
 APPGROUP_PLURAL: Final = "appgroups"
-APPGROUP_KIND: Final = "AppGroup"
 
 NETWORKTOPOLOGY_GROUP: Final = "networktopology.diktyo.x-k8s.io"
 NETWORKTOPOLOGY_VERSION: Final = "v1alpha1"
 NETWORKTOPOLOGY_PLURAL: Final = "networktopologies"
-NETWORKTOPOLOGY_KIND: Final = "NetworkTopology"
 
 NRT_GROUP: Final = "topology.node.k8s.io"
 NRT_VERSION: Final = "v1alpha2"
 NRT_PLURAL: Final = "noderesourcetopologies"
-NRT_KIND: Final = "NodeResourceTopology"
 
 # Pod labels that tie a pod to its AppGroup and to one workload of it (upstream spelling).
 APPGROUP_LABEL: Final = "appgroup.diktyo.x-k8s.io"
@@ -40,8 +37,3 @@ NRT_ZONE_TYPE_NODE: Final = "Node"
 NRT_ZONE_PREFIX: Final = "node-"
 NRT_ATTR_TOPOLOGY_MANAGER_POLICY: Final = "topologyManagerPolicy"
 NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: Final = "topologyManagerScope"
-NRT_PROTECTED_GROUP_APPROVAL: Final = "https://github.com/kubernetes/enhancements/pull/1870"
-
-# Everything toposched itself writes is marked with this prefix.
-TOPOSCHED_PREFIX: Final = "toposched.io"
-FIELD_MANAGER: Final = "toposched"

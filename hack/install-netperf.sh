@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs netperf/netserver (Debian's non-free section) and iproute2 for the prober's tests.
+# Installs netperf/netserver (Debian's non-free section), iproute2 and openssl for the tests
+# (the prober's network namespaces; the webhook tests' certificates).
 # Needs root. Adds the non-free component of the same Debian mirror only if netperf has no
 # install candidate yet.
 set -euo pipefail
 
-if command -v netperf >/dev/null 2>&1 && command -v netserver >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+if command -v netperf >/dev/null 2>&1 && command -v netserver >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 &&
+  command -v openssl >/dev/null 2>&1; then
   exit 0
 fi
 [[ $(id -u) -eq 0 ]] || { echo "install-netperf: needs root (apt-get)" >&2; exit 1; }
@@ -27,4 +29,4 @@ if [[ ! -e /usr/sbin/policy-rc.d ]]; then
   chmod 0755 /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
-apt-get install -y -qq --no-install-recommends netperf iproute2 >/dev/null
+apt-get install -y -qq --no-install-recommends netperf iproute2 openssl >/dev/null

@@ -19,14 +19,11 @@ from typing import Any
 from kubernetes_asyncio import client, watch
 
 from apis.appgroup import AppGroup
-from apis.constants import REGION_LABEL, ZONE_LABEL
 from apis.networktopology import NetworkTopology
 from apis.noderesourcetopology import NodeResourceTopology
-from apis.quantity import parse_quantity
 from schedhook.placement.evaluate import Placed, Snapshot
-from schedhook.placement.network import Location
 from schedhook.placement.numa import NodeTopology, Zone, from_nrt
-from schedhook.placement.objects import links_of, placed_pod
+from schedhook.placement.objects import links_of, node_view, placed_pod
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +184,7 @@ class ClusterCache:
         allocatable: dict[str, dict[str, Decimal]] = {}
         for node_key, node_body in self.objects["nodes"].items():
             name = node_body["metadata"]["name"]
-            location, node_allocatable = self._parsed("nodes", node_key, node_body, _node_view)
+            location, node_allocatable = self._parsed("nodes", node_key, node_body, node_view)
             snap.locations[name] = location
             allocatable[name] = node_allocatable
         for nrt_key, body in self.objects["nrts"].items():
@@ -221,12 +218,6 @@ def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]]
         return from_nrt(NodeResourceTopology.model_validate(body), node_allocatable)
 
     return build
-
-
-def _node_view(node: dict[str, Any]) -> tuple[Location, dict[str, Decimal]]:
-    labels = node["metadata"].get("labels") or {}
-    raw = (node.get("status") or {}).get("allocatable") or {}
-    return Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL)), {k: parse_quantity(v) for k, v in raw.items()}
 
 
 def _minus(node: NodeTopology, held: list[Reservation]) -> NodeTopology:

@@ -12,8 +12,6 @@ from exporter.netperf.plan import Latency, NodeAddress, Probe, parse_output
 
 logger = logging.getLogger(__name__)
 
-FIELD_MANAGER = "toposched-netperf"
-
 
 async def measure(probe: Probe, seconds: float, control_port: int, data_port: int, netperf: str = "netperf") -> Latency:
     """One TCP_RR run of the real netperf against the netserver at ``probe.address``."""

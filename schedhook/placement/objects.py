@@ -44,6 +44,13 @@ def links_of(nt: NetworkTopology, weights_name: str) -> dict[tuple[str, str, str
     return links
 
 
+def node_view(node: Mapping[str, Any]) -> tuple[Location, dict[str, Decimal]]:
+    """A Node's region/zone and its allocatable resources."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    return Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL)), {k: parse_quantity(v) for k, v in raw.items()}
+
+
 def placed_pod(pod: Mapping[str, Any]) -> Placed | None:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     node = spec.get("nodeName")
@@ -71,11 +78,8 @@ def snapshot(
     snap = Snapshot()
     allocatable: dict[str, dict[str, Any]] = {}
     for node in nodes:
-        meta = node.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        snap.locations[meta["name"]] = Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL))
-        raw = (node.get("status") or {}).get("allocatable") or {}
-        allocatable[meta["name"]] = {k: parse_quantity(v) for k, v in raw.items()}
+        name = node["metadata"]["name"]
+        snap.locations[name], allocatable[name] = node_view(node)
     for body in nrts:
         nrt = NodeResourceTopology.model_validate(body)
         snap.nrts[nrt.name] = from_nrt(nrt, allocatable.get(nrt.name))

@@ -61,6 +61,7 @@ class NetworkTopologyReconciler:
         self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
         self.known_nodes: dict[str, NodeInfo] = {}
         self.placements: dict[str, str] = {}
+        self._parsed_dependencies: dict[str, tuple[object, list[Dependency]]] = {}
 
     def poke_all(self) -> None:
         for key in list(self.bodies):
@@ -103,24 +104,32 @@ class NetworkTopologyReconciler:
         dependencies: list[Dependency] = []
         for (namespace, name), found in list(self.appgroups.items()):
             for body in found:
-                try:
-                    appgroup = AppGroup.from_dict(body)
-                except ValidationError:
-                    continue
                 prefix = f"{namespace}/{name}/"
-                for item in appgroup.spec.workloads:
-                    for dep in item.dependencies or ():
-                        if dep.min_bandwidth is not None:
-                            dependencies.append(
-                                Dependency(
-                                    prefix + item.workload.selector,
-                                    prefix + dep.workload.selector,
-                                    parse_quantity(dep.min_bandwidth),
-                                )
-                            )
+                dependencies += self._dependencies(prefix, body)
                 views: Iterable[PodView] = self.pods.get((namespace, name), [])
                 placements += [Placement(v.node, prefix + v.workload) for v in views if v.node and v.workload]
         return allocated_bandwidth({n.name: n for n in nodes}, placements, dependencies)
+
+    def _dependencies(self, prefix: str, body: dict[str, Any]) -> list[Dependency]:
+        """The minBandwidth dependencies of an AppGroup, parsed once per resourceVersion."""
+        version = body.get("metadata", {}).get("resourceVersion")
+        cached = self._parsed_dependencies.get(prefix)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            appgroup = AppGroup.from_dict(body)
+        except ValidationError:
+            return []
+        found = [
+            Dependency(
+                prefix + item.workload.selector, prefix + dep.workload.selector, parse_quantity(dep.min_bandwidth)
+            )
+            for item in appgroup.spec.workloads
+            for dep in item.dependencies or ()
+            if dep.min_bandwidth is not None
+        ]
+        self._parsed_dependencies[prefix] = (version, found)
+        return found
 
     async def _reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)

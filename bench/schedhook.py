@@ -1,13 +1,27 @@
-"""Extender hot path: one pod evaluated against N nodes with two-NUMA NRTs (pure, no HTTP)."""
+"""Extender hot path: one pod against N nodes with two-NUMA NRTs.
 
+Two figures: the pure evaluation (``placement.evaluate``, columns over a synced table) and the
+extender over HTTP -- a client in a separate process posts kube-scheduler's filter and then
+prioritize requests (node names only, ``nodeCacheCapable``) and times each pair end to end, with
+the request bodies encoded beforehand so the client adds nothing but the socket.
+"""
+
+import asyncio
+import gc
+import json
 import random
+import subprocess
+import sys
 import time
 from typing import Any
 
+from aiohttp import web
+
 from bench.stats import summary
 from schedhook.cache import ClusterCache
-from schedhook.placement.evaluate import Config, evaluate_pod
+from schedhook.placement.evaluate import Config, evaluate
 from schedhook.placement.objects import snapshot
+from schedhook.server import Extender
 
 
 def nrt(name: str, rng: random.Random) -> dict[str, Any]:
@@ -46,33 +60,81 @@ POD = {
     },
 }
 
+CLIENT = """
+import http.client, json, sys, time
+port, repeats = int(sys.argv[1]), int(sys.argv[2])
+filter_body = sys.stdin.buffer.read()
+conn = http.client.HTTPConnection("127.0.0.1", port)
+headers = {"Content-Type": "application/json"}
+out = []
+for i in range(repeats + 3):
+    t0 = time.perf_counter()
+    conn.request("POST", "/filter", filter_body, headers)
+    answer = conn.getresponse().read()
+    t1 = time.perf_counter()
+    fitting = json.loads(answer)["NodeNames"]
+    prioritize = json.dumps({"Pod": json.loads(filter_body)["Pod"], "NodeNames": fitting}).encode()
+    t2 = time.perf_counter()
+    conn.request("POST", "/prioritize", prioritize, headers)
+    conn.getresponse().read()
+    t3 = time.perf_counter()
+    if i >= 3:  # warm-up: connection, first table sync
+        out.append([(t1 - t0) * 1000, (t3 - t2) * 1000])
+print(json.dumps(out))
+"""
 
-def run(nodes: int = 5000, repeats: int = 15) -> dict[str, Any]:
-    """The pure path (evaluate) and the extender's path (cached snapshot + evaluate, no HTTP)."""
+
+async def _over_http(cache: ClusterCache, names: list[str], repeats: int) -> list[list[float]]:
+    extender = Extender(cache, api=None, config=Config(), bind_wait=0)
+    runner = web.AppRunner(extender.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    body = json.dumps({"Pod": POD, "NodeNames": names}).encode()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CLIENT,
+        str(port),
+        str(repeats),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    out, _ = await proc.communicate(body)
+    await runner.cleanup()
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     rng = random.Random(4)
     bodies = [nrt(f"n{i}", rng) for i in range(nodes)]
     for i, body in enumerate(bodies):
         body["metadata"]["resourceVersion"] = str(i)
     snap = snapshot(nrts=bodies)
     names = sorted(snap.nrts)
-    pure, extender = [], []
-    fits = 0
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: objects are filled in below
-    cache.objects["nrts"] = {b["metadata"]["name"]: b for b in bodies}
-    cache.snapshot()  # warm the parse cache, as a running extender has it
+    evaluate(POD, names, snap, Config())  # the first call builds the table, as the extender's cache does once
+    pure = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        results = evaluate_pod(POD, names, snap, Config())
-        t1 = time.perf_counter()
-        evaluate_pod(POD, names, cache.snapshot(), Config())
-        t2 = time.perf_counter()
-        pure.append((t1 - t0) * 1000)
-        extender.append((t2 - t1) * 1000)
-        fits = sum(r.fit for r in results)
-    return {"nodes": nodes, "fitting": fits, "evaluate_ms": summary(pure, "ms"), "extender_ms": summary(extender, "ms")}
+        results = evaluate(POD, list(names), snap, Config())
+        pure.append((time.perf_counter() - t0) * 1000)
+    fits = len(results.fitting())
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: objects are filled in below
+    cache.objects["nrts"] = {b["metadata"]["name"]: b for b in bodies}
+    cache.snapshot()
+    gc.collect()
+    gc.freeze()  # as the extender does once its cache has synced
+    pairs = asyncio.run(_over_http(cache, names, repeats))
+    return {
+        "nodes": nodes,
+        "fitting": fits,
+        "evaluate_ms": summary(pure, "ms"),
+        "filter_ms": summary([f for f, _ in pairs], "ms"),
+        "prioritize_ms": summary([p for _, p in pairs], "ms"),
+        "filter_and_prioritize_ms": summary([f + p for f, p in pairs], "ms"),
+    }
 
 
 if __name__ == "__main__":
-    import json
-
-    print(json.dumps(run(), indent=2))
+    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else 5000), indent=2))

@@ -5,6 +5,8 @@ watched; a failed watch lists again after a backoff. When the extender binds a p
 the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT is
 updated after the bind or the reservation times out, so a burst of pods does not see the same
 stale ``available`` and pile onto one zone.
+
+Snapshots share one columnar NodeTable, refilled only for nodes whose NRT or reservations changed.
 """
 
 import asyncio
@@ -24,6 +26,7 @@ from apis.noderesourcetopology import NodeResourceTopology
 from schedhook.placement.evaluate import Placed, Snapshot
 from schedhook.placement.numa import NodeTopology, Zone, from_nrt
 from schedhook.placement.objects import links_of, node_view, placed_pod
+from schedhook.placement.table import NodeTable
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +39,6 @@ class Reservation:
     numa: tuple[int, ...]
     request: dict[str, Decimal]
     since: float = field(default_factory=time.monotonic)
-    tentative: bool = False
-    """Scored but not bound yet: kube-scheduler binds asynchronously, so the next pod's filter
-    can come before this pod's bind. Held on every feasible node until the bind says which."""
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -51,7 +51,6 @@ class ClusterCache:
         self.api = api
         self.weights_name = weights_name
         self.reservation_timeout = reservation_timeout
-        self.tentative_timeout = 30.0
         self.objects: dict[str, dict[str, dict[str, Any]]] = {
             k: {} for k in ("nodes", "nrts", "appgroups", "networktopologies", "pods")
         }
@@ -64,6 +63,11 @@ class ClusterCache:
         self._versions: dict[str, int] = {}
         self._placed: dict[str, Placed | None] = {}
         self._base: tuple[tuple[int, ...], Snapshot] | None = None
+        self._views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
+        """node -> (NRT view, the reservations held on it, the view minus them)."""
+        self.table = NodeTable()
+        self._synced: tuple[int, tuple[tuple[str, int], ...]] | None = None
+        self._base_builds = 0
 
     def start(self) -> None:
         core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
@@ -135,9 +139,8 @@ class ClusterCache:
             self.synced.set()
 
     def reserve(self, reservation: Reservation) -> None:
-        """Hold a pod's request; a firm reservation replaces the pod's tentative ones."""
-        if not reservation.tentative:
-            self.reservations = [r for r in self.reservations if r.pod != reservation.pod]
+        """Hold a bound pod's request (replacing an earlier one of the same pod)."""
+        self.reservations = [r for r in self.reservations if r.pod != reservation.pod]
         self.reservations.append(reservation)
 
     def release(self, pod_uid: str) -> None:
@@ -148,8 +151,7 @@ class ClusterCache:
         self.reservations = [
             r
             for r in self.reservations
-            if now - r.since < (self.tentative_timeout if r.tentative else self.reservation_timeout)
-            and self.nrt_updated.get(r.node, 0) < r.since
+            if now - r.since < self.reservation_timeout and self.nrt_updated.get(r.node, 0) < r.since
         ]
         return self.reservations
 
@@ -158,23 +160,36 @@ class ClusterCache:
 
         Nodes, NRTs, AppGroups and NetworkTopologies are assembled again only after one of
         them changed (parsed objects are cached by resourceVersion); bound pods are kept
-        parsed as their events arrive. A filter call then costs a few dict copies.
+        parsed as their events arrive; a node's view minus its reservations is kept until
+        either changes. A filter call then costs a few dict copies and a table sync.
         """
         base = self._base_snapshot()
-        snap = Snapshot(
-            locations=dict(base.locations),
-            nrts=dict(base.nrts),
-            appgroups=dict(base.appgroups),
-            links=dict(base.links),
-            placed=[p for p in self._placed.values() if p is not None],
-        )
+        nrts = dict(base.nrts)
         by_node: dict[str, list[Reservation]] = {}
         for r in self._live_reservations():
-            if r.pod != exclude and r.node in snap.nrts:
+            if r.pod != exclude and r.node in nrts:
                 by_node.setdefault(r.node, []).append(r)
+        views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
         for node_name, held in by_node.items():
-            snap.nrts[node_name] = _minus(snap.nrts[node_name], held)
-        return snap
+            cached = self._views.get(node_name)
+            if cached is None or cached[0] is not nrts[node_name] or cached[1] != tuple(held):
+                cached = (nrts[node_name], tuple(held), _minus(nrts[node_name], held))
+            views[node_name] = cached
+            nrts[node_name] = cached[2]
+        self._views = views
+        # The views are alive in self._views, so their ids cannot be reused while compared.
+        synced = (self._base_builds, tuple((n, id(v[2])) for n, v in views.items()))
+        if synced != self._synced:  # else the table already holds exactly these objects
+            self.table.sync(nrts)
+            self._synced = synced
+        return Snapshot(
+            locations=base.locations,
+            nrts=nrts,
+            appgroups=base.appgroups,
+            links=base.links,
+            placed=[p for p in self._placed.values() if p is not None],
+            table=self.table,
+        )
 
     def _base_snapshot(self) -> Snapshot:
         key = tuple(self._versions.get(k, 0) for k in ("nodes", "nrts", "appgroups", "networktopologies"))
@@ -198,6 +213,7 @@ class ClusterCache:
         for nt_key, body in self.objects["networktopologies"].items():
             snap.links.update(self._parsed("networktopologies", nt_key, body, self._links))
         self._base = (key, snap)
+        self._base_builds += 1
         return snap
 
     def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:

@@ -8,14 +8,26 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
 from apis.appgroup import AppGroup
 from apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
 from apis.quantity import parse_quantity
 from schedhook.placement import fast
-from schedhook.placement.network import Edge, Link, Location, Settings, evaluate, normalize
+from schedhook.placement.network import Edge, Link, Location, Settings, normalize
+from schedhook.placement.network import evaluate as evaluate_network
 from schedhook.placement.numa import NodeTopology, Pod, Verdict, container_request, pod_from_spec, predict
-from schedhook.placement.podpolicy import PolicyError, effective_policy, exclusive_ok, numa_status, parse_annotation
+from schedhook.placement.podpolicy import (
+    PodPolicy,
+    PolicyError,
+    effective_policy,
+    exclusive_ok,
+    numa_status,
+    parse_annotation,
+)
 from schedhook.placement.score import LEAST_ALLOCATED, node_score
+from schedhook.placement.table import Ints, NodeTable, eligible_pod
+from schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,8 @@ class Snapshot:
     appgroups: dict[tuple[str, str], AppGroup] = field(default_factory=dict)
     links: dict[tuple[str, str, str], Link] = field(default_factory=dict)
     placed: list[Placed] = field(default_factory=list)
+    table: NodeTable | None = None
+    """The NRTs in columns; built on first use, or kept in step with ``nrts`` by the extender's cache."""
 
 
 @dataclass
@@ -47,6 +61,8 @@ class Config:
     network: Settings = field(default_factory=Settings)
     numa_weight: int = 1
     network_weight: int = 1
+    vectorize: bool = True
+    """Answer eligible nodes with the columnar path (False: one by one, for comparisons)."""
 
 
 @dataclass
@@ -97,37 +113,160 @@ def _edges(appgroup: AppGroup) -> list[Edge]:
     ]
 
 
+class Results:
+    """One pod against many nodes, column by column (the extender answers thousands of nodes per call)."""
+
+    def __init__(self, names: Sequence[str], table: NodeTable, rows: Ints) -> None:
+        count = len(names)
+        self.names = list(names)
+        self.table = table
+        self.rows = rows
+        self.fit = np.ones(count, dtype=np.bool_)
+        self.reasons: dict[int, str] = {}
+        self.numa_score = np.zeros(count, dtype=np.int64)
+        self.has_numa = np.zeros(count, dtype=np.bool_)
+        self.network_score: dict[int, int] = {}
+        self.score = np.zeros(count, dtype=np.int64)
+        self.zone = np.full(count, -1, dtype=np.int64)
+        """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
+        self.explicit: dict[int, list[int]] = {}
+        """Predicted NUMA ids of nodes answered one by one."""
+
+    def fail(self, i: int, reason: str) -> None:
+        self.fit[i] = False
+        self.reasons[i] = reason
+
+    def numa_ids(self, i: int) -> list[int]:
+        if not self.fit[i]:
+            return []
+        if i in self.explicit:
+            return self.explicit[i]
+        if self.zone[i] >= 0:
+            return [int(self.zone[i])]
+        return self.table.zones_of(int(self.rows[i])) if self.rows[i] >= 0 else []
+
+    def zones(self, i: int) -> list[str]:
+        return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]
+
+    def fitting(self) -> list[str]:
+        return [self.names[i] for i in np.flatnonzero(self.fit).tolist()]
+
+    def scores_of(self, names: Sequence[str]) -> list[int]:
+        """Total scores of ``names`` (each a candidate), in their order."""
+        if list(names) == self.names:
+            return [int(s) for s in self.score.tolist()]
+        fitting = np.flatnonzero(self.fit)
+        if len(fitting) == len(names) and [self.names[i] for i in fitting.tolist()] == list(names):
+            return [int(s) for s in self.score[fitting].tolist()]  # the usual call: prioritize after filter
+        position = {n: i for i, n in enumerate(self.names)}
+        return [int(self.score[position[n]]) for n in names]
+
+    def node(self, i: int) -> NodeResult:
+        scores = {"numa": int(self.numa_score[i])} if self.has_numa[i] else {}
+        if i in self.network_score:
+            scores["network"] = self.network_score[i]
+        return NodeResult(
+            node=self.names[i],
+            fit=bool(self.fit[i]),
+            reason=self.reasons.get(i, ""),
+            numa_zones=self.zones(i),
+            scores=scores,
+            score=int(self.score[i]),
+        )
+
+    def all(self) -> list[NodeResult]:
+        return [self.node(i) for i in range(len(self.names))]
+
+
 def evaluate_pod(
     pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
 ) -> list[NodeResult]:
+    return evaluate(pod_body, candidates, snapshot, config).all()
+
+
+def evaluate(
+    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
+) -> Results:
     config = config or Config()
     meta = pod_body.get("metadata") or {}
     pod = pod_from_spec(pod_body.get("spec") or {})
     labels = meta.get("labels") or {}
-    results: list[NodeResult] = []
+    if snapshot.table is None:
+        snapshot.table = NodeTable()
+        snapshot.table.sync(snapshot.nrts)
+    table = snapshot.table
+    rows = table.rows(candidates)
+    results = Results(candidates, table, rows)
     try:
         pod_policy = parse_annotation((meta.get("annotations") or {}).get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
         policy_error = ""
     except PolicyError as exc:
         pod_policy, policy_error = parse_annotation(None), f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
 
+    if policy_error:
+        for i in range(len(candidates)):
+            results.fail(i, policy_error)
+        return results
+    columnar = np.zeros(len(candidates), dtype=np.bool_)
+    if (
+        config.vectorize
+        and pod_policy.policy in (NONE, SINGLE_NUMA_NODE)
+        and eligible_pod(pod, config.numa_strategy, pod_policy.exclusive is not None)
+    ):
+        known = rows >= 0
+        columnar[known] = table.single_numa[rows[known]]
+    _columnar(pod, results, np.flatnonzero(columnar), config)
+    _one_by_one(pod, pod_policy, results, np.flatnonzero(~columnar).tolist(), snapshot, config)
+    _network(pod_body, labels, results, snapshot, config)
+    # A weighted mean of the scores that apply (a pod outside AppGroups has no network score).
+    weighted = results.numa_score * config.numa_weight * results.has_numa
+    weights = results.has_numa * config.numa_weight
+    for i, value in results.network_score.items():
+        weighted[i] += value * config.network_weight
+        weights[i] += config.network_weight
+    results.score = np.where(weights > 0, weighted // np.maximum(weights, 1), 0)
+    return results
+
+
+def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
+    if not len(which):
+        return
+    table = results.table
+    answer = table.answer(pod, results.rows[which], config.numa_strategy, config.resource_weights)
+    rejected = np.flatnonzero(~answer.admitted)
+    failed = which[rejected]
+    results.fit[failed] = False
+    head = {
+        True: "cannot align pod on one NUMA zone",
+        False: f"cannot align container {pod.containers[0].name} on one NUMA zone",
+    }
+    pod_scope = table.pod_scope[results.rows[failed]].tolist()
+    for k, i, scoped in zip(rejected.tolist(), failed.tolist(), pod_scope, strict=True):
+        detail = answer.shortfall.get(k)
+        results.reasons[i] = f"{head[scoped]}: {detail}" if detail else head[scoped]
+    admitted = which[answer.admitted]
+    results.zone[admitted] = answer.zone[answer.admitted]
+    results.numa_score[admitted] = answer.score[answer.admitted]
+    results.has_numa[admitted] = True
+
+
+def _one_by_one(
+    pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: Config
+) -> None:
     hints: dict[tuple[object, ...], list[tuple[str, float, str]]] = {}
-    for name in candidates:
-        result = NodeResult(node=name, fit=True)
-        results.append(result)
+    for i in which:
+        name = results.names[i]
         nrt = snapshot.nrts.get(name)
-        if policy_error:
-            result.fit, result.reason = False, policy_error
-            continue
         if nrt is None:
-            result.fit = config.missing_nrt_fits
-            result.reason = "" if result.fit else "no NodeResourceTopology for this node"
-            result.scores["numa"] = 0
+            if config.missing_nrt_fits:
+                results.has_numa[i] = True  # with the lowest score
+            else:
+                results.fail(i, "no NodeResourceTopology for this node")
             continue
         try:
             policy = effective_policy(pod_policy, nrt.policy)
         except PolicyError as exc:
-            result.fit, result.reason = False, str(exc)
+            results.fail(i, str(exc))
             continue
         node = nrt if policy == nrt.policy else _with_policy(nrt, policy)
         if fast.applies(pod, node):
@@ -141,29 +280,21 @@ def evaluate_pod(
             verdict = predict(node, pod)
         if not verdict.admit:
             detail = shortfall(pod, node)
-            result.fit = False
-            result.reason = f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else "")
+            results.fail(i, f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else ""))
             continue
         zones = sorted({n for ids in verdict.numa.values() for n in ids})
-        result.numa_zones = [f"{NRT_ZONE_PREFIX}{n}" for n in zones]
+        results.explicit[i] = zones
         numa_score = node_score(config.numa_strategy, node, pod, verdict.numa, config.resource_weights)
         if pod_policy.exclusive and zones:
             placements = [p.numa for p in snapshot.placed if p.node == name and p.numa]
             statuses = {n: numa_status(placements, n) for n in node.numa_ids}
             if not exclusive_ok(zones, statuses):
                 if pod_policy.exclusive == "Required":
-                    result.fit, result.reason = False, "NUMA zones not exclusive as singleNUMANodeExclusive requires"
+                    results.fail(i, "NUMA zones not exclusive as singleNUMANodeExclusive requires")
                     continue
                 numa_score = 0
-        result.scores["numa"] = numa_score
-
-    _network(pod_body, labels, results, snapshot, config)
-    weight_of = {"numa": config.numa_weight, "network": config.network_weight}
-    for r in results:
-        # A weighted mean of the scores that apply (a pod outside AppGroups has no network score).
-        weights = sum(weight_of[k] for k in r.scores)
-        r.score = sum(v * weight_of[k] for k, v in r.scores.items()) // weights if weights else 0
-    return results
+        results.numa_score[i] = numa_score
+        results.has_numa[i] = True
 
 
 def _what(node: NodeTopology, pod: Pod) -> str:
@@ -175,11 +306,7 @@ def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:
 
 
 def _network(
-    pod_body: Mapping[str, Any],
-    labels: Mapping[str, str],
-    results: list[NodeResult],
-    snapshot: Snapshot,
-    config: Config,
+    pod_body: Mapping[str, Any], labels: Mapping[str, str], results: Results, snapshot: Snapshot, config: Config
 ) -> None:
     namespace = (pod_body.get("metadata") or {}).get("namespace", "default")
     group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
@@ -189,15 +316,21 @@ def _network(
     edges = _edges(appgroup)
     placed = [(p.workload, p.node) for p in snapshot.placed if p.namespace == namespace and p.appgroup == group]
     placed_pairs = [(w, n) for w, n in placed if w]
-    raw: dict[str, int] = {}
-    for r in results:
-        if not r.fit:
-            continue
-        ev = evaluate(workload, r.node, snapshot.locations, edges, placed_pairs, snapshot.links, config.network)
+    hosts = {n for _, n in placed_pairs}
+    # The answer depends on the node only through its location, unless a related pod runs on it.
+    seen: dict[tuple[Location | None, str], Any] = {}
+    raw: dict[int, int] = {}
+    for i in np.flatnonzero(results.fit).tolist():
+        name = results.names[i]
+        key = (snapshot.locations.get(name), name if name in hosts else "")
+        ev = seen.get(key)
+        if ev is None:
+            ev = seen[key] = evaluate_network(
+                workload, name, snapshot.locations, edges, placed_pairs, snapshot.links, config.network
+            )
         if not ev.fits:
-            r.fit = False
-            r.reason = "network requirements not met: " + "; ".join(ev.reasons or ["more violated than satisfied"])
+            why = "; ".join(ev.reasons or ["more violated than satisfied"])
+            results.fail(i, f"network requirements not met: {why}")
             continue
-        raw[r.node] = ev.cost
-    for node, score in normalize(raw).items():
-        next(r for r in results if r.node == node).scores["network"] = score
+        raw[i] = ev.cost
+    results.network_score.update(normalize(raw))

@@ -19,9 +19,11 @@ Where toposched differs (each a setting):
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TypeVar
 
 from apis.constants import REGION_LABEL, ZONE_LABEL
 
+K = TypeVar("K")
 SAME_NODE, SAME_ZONE, UNLABELED = 0, 1, 100
 MAX_SCORE = 100
 
@@ -137,7 +139,7 @@ def evaluate(
     return out
 
 
-def normalize(raw: Mapping[str, int]) -> dict[str, int]:
+def normalize(raw: Mapping[K, int]) -> dict[K, int]:
     """Upstream NormalizeScore: the cheapest node 100, the dearest 0, linear in between."""
     if not raw:
         return {}

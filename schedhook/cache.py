@@ -10,15 +10,15 @@ Snapshots share one columnar NodeTable, refilled only for nodes whose NRT or res
 """
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from kubernetes_asyncio import client, watch
+import orjson
+from kubernetes_asyncio import client
 
 from apis.appgroup import AppGroup
 from apis.networktopology import NetworkTopology
@@ -55,7 +55,8 @@ class ClusterCache:
             k: {} for k in ("nodes", "nrts", "appgroups", "networktopologies", "pods")
         }
         self.nrt_updated: dict[str, float] = {}
-        self.reservations: list[Reservation] = []
+        self.reservations: dict[str, Reservation] = {}
+        """By pod uid, oldest first."""
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -96,7 +97,7 @@ class ClusterCache:
         while True:
             try:
                 listed = await lister(_preload_content=False, **extra)
-                body = json.loads(await listed.read())
+                body = orjson.loads(await listed.read())
                 store.clear()
                 for item in body.get("items", []):
                     store[_key(item)] = item
@@ -105,23 +106,23 @@ class ClusterCache:
                     self._placed = {k: placed_pod(v) for k, v in store.items()}
                 self._mark_synced(kind)
                 version = body["metadata"]["resourceVersion"]
-                async with watch.Watch().stream(
-                    lister, resource_version=version, timeout_seconds=300, _preload_content=False, **extra
-                ) as events:
-                    async for event in events:
-                        obj = event["raw_object"] if "raw_object" in event else event["object"]
-                        key = _key(obj)
-                        if event["type"] == "DELETED":
-                            store.pop(key, None)
-                            if kind == "pods":
-                                self._placed.pop(key, None)
-                        elif event["type"] in ("ADDED", "MODIFIED"):
-                            store[key] = obj
-                            if kind == "nrts":
-                                self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
-                            if kind == "pods":
-                                self._placed[key] = placed_pod(obj)
-                        self._changed(kind)
+                async for event in _watch(lister, version, extra):
+                    obj = event["object"]
+                    key = _key(obj)
+                    if event["type"] == "DELETED":
+                        store.pop(key, None)
+                        if kind == "pods":
+                            self._placed.pop(key, None)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        old = store.get(key)
+                        store[key] = obj
+                        if kind == "nodes" and old is not None and _node_signature(old) == _node_signature(obj):
+                            continue  # a heartbeat: nothing placement reads has changed
+                        if kind == "nrts":
+                            self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
+                        if kind == "pods":
+                            self._placed[key] = placed_pod(obj)
+                    self._changed(kind)
                 backoff = 1.0
             except asyncio.CancelledError:
                 raise
@@ -140,20 +141,18 @@ class ClusterCache:
 
     def reserve(self, reservation: Reservation) -> None:
         """Hold a bound pod's request (replacing an earlier one of the same pod)."""
-        self.reservations = [r for r in self.reservations if r.pod != reservation.pod]
-        self.reservations.append(reservation)
+        self.reservations.pop(reservation.pod, None)
+        self.reservations[reservation.pod] = reservation
 
     def release(self, pod_uid: str) -> None:
-        self.reservations = [r for r in self.reservations if r.pod != pod_uid]
+        self.reservations.pop(pod_uid, None)
 
     def _live_reservations(self) -> list[Reservation]:
         now = time.monotonic()
-        self.reservations = [
-            r
-            for r in self.reservations
-            if now - r.since < self.reservation_timeout and self.nrt_updated.get(r.node, 0) < r.since
-        ]
-        return self.reservations
+        for uid, r in list(self.reservations.items()):
+            if now - r.since >= self.reservation_timeout or self.nrt_updated.get(r.node, 0) >= r.since:
+                del self.reservations[uid]
+        return list(self.reservations.values())
 
     def snapshot(self, exclude: str = "") -> Snapshot:
         """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``).
@@ -227,6 +226,30 @@ class ClusterCache:
         value = build(body)
         self._parse_cache[kind][key] = (version, value)
         return value
+
+
+async def _watch(
+    lister: Callable[..., Awaitable[Any]], version: str, extra: dict[str, str]
+) -> AsyncIterator[dict[str, Any]]:
+    """Watch events as plain dicts, one orjson parse each: the client's generated models (and
+    their date parsing) cost more than everything else the extender does per event."""
+    response = await lister(watch=True, resource_version=version, timeout_seconds=300, _preload_content=False, **extra)
+    try:
+        async for line in response.content:
+            if not line.strip():
+                continue
+            event = orjson.loads(line)
+            if event.get("type") == "ERROR":  # e.g. 410 Gone: the caller lists again
+                status = event.get("object") or {}
+                raise RuntimeError(f"watch error {status.get('code')}: {status.get('message')}")
+            if event.get("type") != "BOOKMARK":
+                yield event
+    finally:
+        response.release()
+
+
+def _node_signature(node: dict[str, Any]) -> tuple[Any, Any]:
+    return (node.get("metadata") or {}).get("labels"), (node.get("status") or {}).get("allocatable")
 
 
 def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]], NodeTopology]:

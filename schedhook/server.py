@@ -148,11 +148,19 @@ class Extender:
                 annotations = {NUMA_ZONES_ANNOTATION: json.dumps(results.zones(i))}
         self._bind_arrived.set()
         core = client.CoreV1Api(self.api)
-        # One call: the apiserver copies a Binding's annotations onto the pod.
-        binding = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None, annotations=annotations),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
+        # One call: the apiserver copies a Binding's annotations onto the pod. A plain dict body
+        # skips the client's model serialisation.
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        if annotations:
+            metadata["annotations"] = annotations
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
         try:
             await core.create_namespaced_binding(namespace, binding, _preload_content=False)
             error = ""

@@ -45,11 +45,25 @@ class NodeTable:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.index: dict[str, int] = {}
-        self.nodes: list[NodeTopology] = []
+        self.nodes: list[NodeTopology | None] = []
+        self._free: list[int] = []
         self.columns: dict[str, int] = {}
         self.width = 0
         self._rows_of: tuple[tuple[str, ...], Ints] | None = None
         self._allocate(0, 1, 1)
+
+    _ARRAYS = (
+        "numa",
+        "capacity",
+        "allocatable",
+        "available",
+        "reported",
+        "in_available",
+        "single_numa",
+        "cpu_static",
+        "memory_static",
+        "pod_scope",
+    )
 
     def _allocate(self, rows: int, zones: int, resources: int) -> None:
         shape = (rows, zones, resources)
@@ -66,20 +80,50 @@ class NodeTable:
         self.pod_scope = np.zeros(rows, dtype=np.bool_)
 
     def sync(self, nodes: Mapping[str, NodeTopology]) -> None:
-        """Follow ``nodes``: rows whose object changed are refilled; other names or shapes rebuild."""
-        if len(nodes) != len(self.names) or nodes.keys() != self.index.keys():
-            self._rebuild(nodes)
-            return
+        """Follow ``nodes``: changed objects refill their row, new names take a free row (or a new
+        one), vanished names free theirs; only a zone count or resource never seen rebuilds."""
+        if len(nodes) != len(self.index) or nodes.keys() != self.index.keys():
+            for name in [n for n in self.index if n not in nodes]:
+                self._vacate(self.index.pop(name))
+            self._rows_of = None
         for name, node in nodes.items():
-            i = self.index[name]
-            if self.nodes[i] is not node:
-                if len(node.zones) > self.numa.shape[1] or any(
-                    r not in self.columns for z in node.zones for r in (*z.allocatable, *z.available)
-                ):
-                    self._rebuild(nodes)
-                    return
-                self.nodes[i] = node
-                self._fill(i, node)
+            i = self.index.get(name)
+            if i is not None and self.nodes[i] is node:
+                continue
+            if len(node.zones) > self.numa.shape[1] or any(
+                r not in self.columns for z in node.zones for r in (*z.allocatable, *z.available)
+            ):
+                self._rebuild(nodes)
+                return
+            if i is None:
+                i = self._free_row()
+                self.index[name] = i
+                self.names[i] = name
+            self.nodes[i] = node
+            self._fill(i, node)
+
+    def _vacate(self, i: int) -> None:
+        self.names[i] = ""
+        self.nodes[i] = None
+        self.numa[i] = -1
+        self.single_numa[i] = False
+        self._free.append(i)
+
+    def _free_row(self) -> int:
+        if self._free:
+            return self._free.pop()
+        rows = len(self.names)
+        if rows == self.numa.shape[0]:  # grow by half, keeping the rows filled so far
+            grown = max(8, rows + rows // 2)
+            for attribute in self._ARRAYS:
+                old = getattr(self, attribute)
+                new = np.zeros((grown, *old.shape[1:]), dtype=old.dtype)
+                new[:rows] = old
+                setattr(self, attribute, new)
+            self.numa[rows:] = -1
+        self.names.append("")
+        self.nodes.append(None)
+        return rows
 
     def _rebuild(self, nodes: Mapping[str, NodeTopology]) -> None:
         zones = max((len(n.zones) for n in nodes.values()), default=1) or 1
@@ -88,10 +132,12 @@ class NodeTable:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.columns = {r: i for i, r in enumerate(sorted(resources))}
         self.nodes = list(nodes.values())
+        self._free = []
         self._rows_of = None
         self._allocate(len(self.names), zones, max(1, len(self.columns)))
         for i, node in enumerate(self.nodes):
-            self._fill(i, node)
+            if node is not None:
+                self._fill(i, node)
 
     def _fill(self, i: int, node: NodeTopology) -> None:
         for array in (self.capacity, self.allocatable, self.available):

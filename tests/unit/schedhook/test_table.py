@@ -37,7 +37,7 @@ def clusters(draw: st.DrawFn) -> dict[str, NodeTopology]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(clusters(), pod_bodies(), st.sampled_from([LEAST_ALLOCATED, MOST_ALLOCATED]))
 def test_columnar_agrees_with_one_by_one(
     cluster: dict[str, NodeTopology], pod: dict[str, Any], strategy: str
@@ -67,3 +67,32 @@ def test_sync_refills_only_changed_rows_and_rebuilds_on_new_names() -> None:
     table.sync({"a": a2, "b": b, "c": c})
     assert table.zones_of(table.index["c"]) == [0, 1, 2]
     assert list(table.rows(["c", "x", "a"])) == [2, -1, 0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters(), clusters(), pod_bodies())
+def test_a_table_synced_through_changes_answers_as_a_fresh_one(
+    before: dict[str, NodeTopology], after: dict[str, NodeTopology], pod: dict[str, Any]
+) -> None:
+    # Rename some nodes so that syncs remove, add and keep names.
+    after = {(name if int(name[1:]) % 2 else f"new-{name}"): node for name, node in after.items()}
+    table = NodeTable()
+    table.sync(before)
+    table.sync(after)
+    names = sorted({*before, *after})
+    synced = evaluate_pod(pod, names, Snapshot(nrts=after, table=table))
+    fresh = evaluate_pod(pod, names, Snapshot(nrts=after), Config(vectorize=False))
+    assert [r.to_dict() for r in synced] == [r.to_dict() for r in fresh]
+
+
+def test_rows_are_reused_and_the_table_grows() -> None:
+    a = NodeTopology("a", (zone(0, 8),), "single-numa-node", "container", "static", "None")
+    table = NodeTable()
+    table.sync({f"n{i}": a for i in range(3)})
+    table.sync({"n0": a, "n2": a})
+    assert "n1" not in table.index
+    table.sync({"n0": a, "n2": a, "m": a})
+    assert table.index["m"] == 1  # the freed row
+    table.sync({f"x{i}": a for i in range(40)} | {"n0": a})
+    assert len(table.index) == 41 and table.numa.shape[0] >= 41
+    assert all(table.zones_of(table.index[f"x{i}"]) == [0] for i in range(40))

@@ -1,0 +1,312 @@
+"""The cluster side of the benchmarks: kwok nodes with NRTs, the schedulers under test, pod backlogs.
+
+Every scenario compares kube-scheduler alone (a plain profile) with kube-scheduler + the toposched
+extender (the shipped profile), the same binary with the same client limits, on the same nodes.
+Binds are observed through a watch, so the bench client does not load the apiserver while the
+schedulers work.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from kubernetes_asyncio import client, config, watch
+
+from tests.integration.kube import free_port
+from tests.paths import REPO
+
+NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
+BENCH_LABEL = "toposched-bench"
+PLAIN = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: $kubeconfig}
+leaderElection: {leaderElect: false}
+profiles: [{schedulerName: plain}]
+"""
+
+
+class SetupError(RuntimeError):
+    """The bench cannot run here (cluster down, binaries missing); the message says what to do."""
+
+
+def bin_dir() -> str:
+    done = subprocess.run([str(REPO / "hack" / "build-binaries.sh"), "--print"], capture_output=True, text=True)
+    path = done.stdout.strip()
+    if done.returncode != 0 or not Path(path, "kube-scheduler").exists():
+        raise SetupError("the Kubernetes binaries are not built; run `make binaries` (or `make cluster`)")
+    return path
+
+
+@dataclass
+class NodeSpec:
+    name: str
+    allocatable: dict[str, str]
+    labels: dict[str, str] = field(default_factory=dict)
+    nrt: dict[str, Any] | None = None
+    """The NRT body (metadata.name is set here); None: the node has no NRT."""
+
+
+@dataclass
+class Bound:
+    node: str
+    at: float
+    """time.monotonic() when the bind was seen."""
+    annotations: dict[str, str]
+
+
+class Harness:
+    def __init__(self, kubeconfig: Path, work: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.work = work
+        self.bin = bin_dir()
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.api: client.ApiClient | None = None
+
+    async def __aenter__(self) -> "Harness":
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
+        configuration.connection_pool_maxsize = 64
+        self.api = client.ApiClient(configuration)
+        try:
+            await client.VersionApi(self.api).get_code()
+        except Exception as exc:
+            await self.api.close()
+            raise SetupError(f"the local control plane does not answer ({exc}); run `make cluster`") from None
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop_all()
+        if self.api is not None:
+            await self.api.close()
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    # nodes -----------------------------------------------------------------------------------
+
+    async def create_nodes(self, specs: Sequence[NodeSpec], tag: str) -> None:
+        async def one(spec: NodeSpec) -> None:
+            meta = client.V1ObjectMeta(
+                name=spec.name,
+                labels={BENCH_LABEL: tag, **spec.labels},
+                annotations={"kwok.x-k8s.io/node": "fake"},
+            )
+            status = client.V1NodeStatus(allocatable=spec.allocatable, capacity=spec.allocatable)
+            node = await self.core.create_node(client.V1Node(metadata=meta, status=status))
+            if spec.nrt is not None:
+                await self.publish_nrt(spec.name, spec.nrt, owner_uid=node.metadata.uid)
+
+        await _in_batches([one(s) for s in specs])
+
+    async def publish_nrt(self, name: str, body: dict[str, Any], owner_uid: str | None = None) -> None:
+        """Create or replace a node's NRT (as an exporter would)."""
+        body = json.loads(json.dumps(body))
+        body.update(apiVersion=f"{NRT_GROUP}/{NRT_VERSION}", kind="NodeResourceTopology")
+        body.setdefault("metadata", {})["name"] = name
+        if owner_uid:
+            body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": owner_uid}]
+            await self.custom.create_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, body)
+            return
+        current = await self.custom.get_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        body["metadata"]["ownerReferences"] = current["metadata"].get("ownerReferences")
+        await self.custom.replace_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name, body)
+
+    async def delete_nodes(self, names: Iterable[str]) -> None:
+        """Nodes and their NRTs (not left to the garbage collector, which would trickle into the next run)."""
+
+        async def one(name: str) -> None:
+            for call in (
+                self.custom.delete_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name),
+                self.core.delete_node(name),
+            ):
+                try:
+                    await call
+                except client.ApiException as exc:
+                    if exc.status != 404:
+                        raise
+
+        await _in_batches([one(n) for n in names])
+
+    # schedulers ------------------------------------------------------------------------------
+
+    def _start(self, args: list[str], log: str) -> "subprocess.Popen[bytes]":
+        with (self.work / log).open("wb") as out:
+            proc = subprocess.Popen(args, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        self.processes.append(proc)
+        return proc
+
+    def start_plain(self) -> None:
+        """kube-scheduler with a plain profile named ``plain``: every default plugin, no extender."""
+        path = self.work / "plain.yaml"
+        path.write_text(Template(PLAIN).substitute(kubeconfig=self.kubeconfig))
+        self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], "plain.log")
+
+    async def start_toposched(self, extra: Sequence[str] = ()) -> int:
+        """The extender (ready once its cache synced), then kube-scheduler with the shipped profile.
+        Returns the extender's metrics port."""
+        port, metrics = free_port(), free_port()
+        args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
+        args += ["--metrics-port", str(metrics), "--no-remediation", *extra]
+        self._start(args, "extender.log")
+        deadline = time.monotonic() + 60
+        while not _ok(f"http://127.0.0.1:{port}/readyz"):
+            if time.monotonic() > deadline:
+                raise SetupError(f"the extender did not become ready; see {self.work / 'extender.log'}")
+            await asyncio.sleep(0.2)
+        conf = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
+            KUBECONFIG=self.kubeconfig,
+            LEADER_ELECT="false",
+            LEASE_NAMESPACE="kube-system",
+            EXTENDER_URL=f"http://127.0.0.1:{port}",
+        )
+        path = self.work / "toposched.yaml"
+        path.write_text(conf)
+        self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], "toposched.log")
+        return metrics
+
+    def stop_all(self) -> None:
+        for proc in self.processes:
+            proc.terminate()
+        for proc in self.processes:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.processes.clear()
+
+    # pods ------------------------------------------------------------------------------------
+
+    async def namespace(self, name: str) -> None:
+        await self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        for _ in range(100):
+            if (await self.core.list_namespaced_service_account(name)).items:
+                return
+            await asyncio.sleep(0.1)
+
+    async def delete_namespace(self, name: str) -> None:
+        """Pods first, without grace: kwok nodes may be gone, and no kubelet would confirm them."""
+        try:
+            await self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+            await self.core.delete_namespace(name)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    async def create_pods(self, namespace: str, bodies: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Creates the pods (50 at a time); returns when each was created (monotonic)."""
+        created: dict[str, float] = {}
+
+        async def one(body: dict[str, Any]) -> None:
+            await self.core.create_namespaced_pod(namespace, body)
+            created[body["metadata"]["name"]] = time.monotonic()
+
+        await _in_batches([one(b) for b in bodies])
+        return created
+
+    async def watch_binds(self, namespace: str, count: int, within: float, sink: dict[str, Bound]) -> None:
+        """Fills ``sink`` (pod name -> Bound) in bind order until ``count`` pods are bound."""
+        listed = await self.core.list_namespaced_pod(namespace, _preload_content=False)
+        body = json.loads(await listed.read())
+        for pod in body["items"]:
+            self._seen(pod, sink)
+        deadline = time.monotonic() + within
+        version = body["metadata"]["resourceVersion"]
+        while len(sink) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{len(sink)} of {count} pods bound in {within:.0f} s")
+            stream = watch.Watch(return_type="object").stream(
+                self.core.list_namespaced_pod,
+                namespace,
+                resource_version=version,
+                timeout_seconds=max(1, int(left)),
+                _preload_content=False,
+            )
+            async with stream as events:
+                async for event in events:
+                    pod = event["raw_object"]
+                    version = pod["metadata"]["resourceVersion"]
+                    self._seen(pod, sink)
+                    if len(sink) >= count:
+                        return
+
+    @staticmethod
+    def _seen(pod: dict[str, Any], sink: dict[str, Bound]) -> None:
+        name, node = pod["metadata"]["name"], (pod.get("spec") or {}).get("nodeName")
+        if node and name not in sink:
+            sink[name] = Bound(node, time.monotonic(), dict(pod["metadata"].get("annotations") or {}))
+
+    async def schedule(
+        self, namespace: str, bodies: Sequence[dict[str, Any]], within: float = 600
+    ) -> tuple[dict[str, Bound], dict[str, float]]:
+        """Creates the pods and waits for all of them to be bound; (binds, creation times)."""
+        binds: dict[str, Bound] = {}
+        watcher = asyncio.create_task(self.watch_binds(namespace, len(bodies), within, binds))
+        created = await self.create_pods(namespace, bodies)
+        await watcher
+        return binds, created
+
+
+def scrape(port: int) -> dict[str, Any]:
+    """Mean latency and count per extender verb, and of the filters' wait for earlier binds."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    sums: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        if not line.startswith("toposched_extender_"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        verb = name.split('verb="')[1].split('"')[0] if 'verb="' in name else "bind_wait"
+        if "_sum" in name:
+            sums[verb] = float(value)
+        elif "_count" in name:
+            counts[verb] = float(value)
+        elif "_bucket" in name:
+            le = name.split('le="')[1].split('"')[0]
+            buckets.setdefault(verb, []).append((float(le), float(value)))
+    out = {}
+    for verb, total in sums.items():
+        n = counts.get(verb, 0)
+        out[verb] = {
+            "count": int(n),
+            "mean_ms": round(1000 * total / n, 2) if n else 0.0,
+            "p99_le_ms": _bucket_quantile(buckets.get(verb, []), n, 0.99),
+        }
+    return out
+
+
+def _bucket_quantile(buckets: list[tuple[float, float]], count: float, q: float) -> float | None:
+    """The upper bound of the histogram bucket holding quantile ``q`` (None: above the last bound)."""
+    for le, cumulative in sorted(buckets):
+        if count and cumulative >= q * count:
+            return None if le == float("inf") else round(le * 1000, 2)
+    return None
+
+
+def _ok(url: str) -> bool:
+    try:
+        return bool(urllib.request.urlopen(url, timeout=1).status == 200)
+    except OSError:
+        return False
+
+
+async def _in_batches(calls: Sequence[Any], size: int = 50) -> None:
+    for start in range(0, len(calls), size):
+        await asyncio.gather(*calls[start : start + size])

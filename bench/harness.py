@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -157,17 +157,17 @@ class Harness:
         path.write_text(Template(PLAIN).substitute(kubeconfig=self.kubeconfig))
         self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], "plain.log")
 
-    async def start_toposched(self, extra: Sequence[str] = ()) -> int:
-        """The extender (ready once its cache synced), then kube-scheduler with the shipped profile.
-        Returns the extender's metrics port."""
+    async def start_toposched(self, extra: Sequence[str] = (), profile: str = "toposched") -> int:
+        """The extender (ready once its cache synced), then kube-scheduler with the shipped profile
+        (renamed to ``profile``, so variants can run side by side). Returns the extender's metrics port."""
         port, metrics = free_port(), free_port()
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
         args += ["--metrics-port", str(metrics), "--no-remediation", *extra]
-        self._start(args, "extender.log")
+        self._start(args, f"extender-{profile}.log")
         deadline = time.monotonic() + 60
         while not _ok(f"http://127.0.0.1:{port}/readyz"):
             if time.monotonic() > deadline:
-                raise SetupError(f"the extender did not become ready; see {self.work / 'extender.log'}")
+                raise SetupError(f"the extender did not become ready; see {self.work / f'extender-{profile}.log'}")
             await asyncio.sleep(0.2)
         conf = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
             KUBECONFIG=self.kubeconfig,
@@ -175,9 +175,10 @@ class Harness:
             LEASE_NAMESPACE="kube-system",
             EXTENDER_URL=f"http://127.0.0.1:{port}",
         )
-        path = self.work / "toposched.yaml"
+        conf = conf.replace("schedulerName: toposched", f"schedulerName: {profile}")
+        path = self.work / f"{profile}.yaml"
         path.write_text(conf)
-        self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], "toposched.log")
+        self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], f"{profile}.log")
         return metrics
 
     def stop_all(self) -> None:
@@ -199,10 +200,17 @@ class Harness:
                 return
             await asyncio.sleep(0.1)
 
+    async def delete_pods(self, namespace: str) -> None:
+        """Every pod of the namespace, without grace (kwok nodes may be gone), and wait until gone."""
+        await self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+        for _ in range(600):
+            if not (await self.core.list_namespaced_pod(namespace, limit=1)).items:
+                return
+            await asyncio.sleep(0.1)
+
     async def delete_namespace(self, name: str) -> None:
-        """Pods first, without grace: kwok nodes may be gone, and no kubelet would confirm them."""
         try:
-            await self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+            await self.delete_pods(name)
             await self.core.delete_namespace(name)
         except client.ApiException as exc:
             if exc.status != 404:
@@ -219,32 +227,50 @@ class Harness:
         await _in_batches([one(b) for b in bodies])
         return created
 
-    async def watch_binds(self, namespace: str, count: int, within: float, sink: dict[str, Bound]) -> None:
-        """Fills ``sink`` (pod name -> Bound) in bind order until ``count`` pods are bound."""
+    async def follow_pods(self, namespace: str, on_pod: Callable[[dict[str, Any]], None], stop: asyncio.Event) -> None:
+        """Calls ``on_pod`` with every state of every pod of ``namespace`` until ``stop`` is set."""
         listed = await self.core.list_namespaced_pod(namespace, _preload_content=False)
         body = json.loads(await listed.read())
         for pod in body["items"]:
-            self._seen(pod, sink)
-        deadline = time.monotonic() + within
+            on_pod(pod)
         version = body["metadata"]["resourceVersion"]
-        while len(sink) < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{len(sink)} of {count} pods bound in {within:.0f} s")
+        while not stop.is_set():
             stream = watch.Watch(return_type="object").stream(
                 self.core.list_namespaced_pod,
                 namespace,
                 resource_version=version,
-                timeout_seconds=max(1, int(left)),
+                timeout_seconds=60,
                 _preload_content=False,
             )
             async with stream as events:
                 async for event in events:
                     pod = event["raw_object"]
                     version = pod["metadata"]["resourceVersion"]
-                    self._seen(pod, sink)
-                    if len(sink) >= count:
+                    if event["type"] != "DELETED":
+                        on_pod(pod)
+                    if stop.is_set():
                         return
+
+    async def watch_binds(
+        self, namespace: str, count: int, within: float, sink: dict[str, Bound], names: set[str] | None = None
+    ) -> None:
+        """Fills ``sink`` (pod name -> Bound) in bind order until ``count`` pods (of ``names``) are bound."""
+        stop = asyncio.Event()
+
+        def seen(pod: dict[str, Any]) -> None:
+            if names is None or pod["metadata"]["name"] in names:
+                self._seen(pod, sink)
+            if len(sink) >= count:
+                stop.set()
+
+        follower = asyncio.create_task(self.follow_pods(namespace, seen, stop))
+        try:
+            await asyncio.wait_for(stop.wait(), within)
+        except TimeoutError:
+            raise TimeoutError(f"{len(sink)} of {count} pods bound in {within:.0f} s") from None
+        finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
 
     @staticmethod
     def _seen(pod: dict[str, Any], sink: dict[str, Bound]) -> None:
@@ -257,7 +283,8 @@ class Harness:
     ) -> tuple[dict[str, Bound], dict[str, float]]:
         """Creates the pods and waits for all of them to be bound; (binds, creation times)."""
         binds: dict[str, Bound] = {}
-        watcher = asyncio.create_task(self.watch_binds(namespace, len(bodies), within, binds))
+        names = {b["metadata"]["name"] for b in bodies}
+        watcher = asyncio.create_task(self.watch_binds(namespace, len(bodies), within, binds, names))
         created = await self.create_pods(namespace, bodies)
         await watcher
         return binds, created

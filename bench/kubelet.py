@@ -1,0 +1,103 @@
+"""The kubelets of kwok nodes, as far as NUMA admission goes: our admission simulator. Pure.
+
+kwok runs no kubelet, so the benchmarks decide what each node's Topology Manager would do with
+the pods bound to it, in binding order: ``numa.predict`` on the node's current zones (the same
+kubelet rules the extender predicts with), then the request is taken from the chosen zones.
+A rejected pod is a TopologyAffinityError and holds nothing. ``nrt`` renders the node's NRT as
+an exporter would publish it.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from schedhook.placement.numa import NodeTopology, Pod, Zone, container_request, predict
+
+GPU = "example.com/gpu"
+
+
+@dataclass
+class Node:
+    name: str
+    policy: str
+    zones: list[dict[str, Decimal]]
+    """Per NUMA zone: allocatable per resource."""
+    scope: str = "container"
+    available: list[dict[str, Decimal]] = field(default_factory=list)
+    admitted: int = 0
+    rejected: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.available:
+            self.available = [dict(z) for z in self.zones]
+
+    def topology(self) -> NodeTopology:
+        zones = tuple(Zone(i, z, z, dict(self.available[i])) for i, z in enumerate(self.zones))
+        return NodeTopology(self.name, zones, self.policy, self.scope, "static", "Static")
+
+    def admit(self, pod: Pod) -> tuple[bool, tuple[int, ...]]:
+        """The kubelet's decision; on admission the request is taken from the chosen zones."""
+        verdict = predict(self.topology(), pod)
+        if not verdict.admit:
+            self.rejected += 1
+            return False, ()
+        if self.scope == "pod":
+            requests = [(pod.effective(), verdict.numa.get("pod", ()))]
+        else:
+            requests = [(container_request(c), verdict.numa.get(c.name, ())) for c in pod.containers]
+        used: set[int] = set()
+        for request, zones in requests:
+            used.update(zones)
+            for resource, amount in request.items():
+                for z in sorted(zones):
+                    free = self.available[z].get(resource)
+                    if free is None or amount <= 0:
+                        continue
+                    take = min(free, amount)
+                    self.available[z][resource] = free - take
+                    amount -= take
+        self.admitted += 1
+        return True, tuple(sorted(used))
+
+    def nrt(self) -> dict[str, Any]:
+        zones = []
+        for i, allocatable in enumerate(self.zones):
+            resources = [
+                {"name": r, "capacity": _q(v), "allocatable": _q(v), "available": _q(self.available[i][r])}
+                for r, v in sorted(allocatable.items())
+            ]
+            costs = [{"name": f"node-{j}", "value": 10 if i == j else 21} for j in range(len(self.zones))]
+            zones.append({"name": f"node-{i}", "type": "Node", "resources": resources, "costs": costs})
+        attributes = [
+            {"name": "topologyManagerPolicy", "value": self.policy},
+            {"name": "topologyManagerScope", "value": self.scope},
+            {"name": "cpuManagerPolicy", "value": "static"},
+            {"name": "memoryManagerPolicy", "value": "Static"},
+        ]
+        return {"metadata": {"name": self.name}, "zones": zones, "attributes": attributes}
+
+    def totals(self) -> dict[str, str]:
+        out: dict[str, Decimal] = {}
+        for zone in self.zones:
+            for r, v in zone.items():
+                out[r] = out.get(r, Decimal(0)) + v
+        return {r: _q(v) for r, v in out.items()} | {"pods": "250"}
+
+
+def _q(value: Decimal) -> str:
+    return str(int(value)) if value == value.to_integral_value() else str(value)
+
+
+def two_numa(name: str, policy: str, cpu: int = 16, memory_gi: int = 64, gpus: int = 2) -> Node:
+    zone = {"cpu": Decimal(cpu), "memory": Decimal(memory_gi * 2**30), GPU: Decimal(gpus)}
+    return Node(name, policy, [dict(zone), dict(zone)])
+
+
+def replay(nodes: Mapping[str, Node], binds: list[tuple[str, Pod]]) -> tuple[int, int]:
+    """(admitted, TopologyAffinityErrors) of pods bound in this order."""
+    ok = errors = 0
+    for node, pod in binds:
+        admitted, _ = nodes[node].admit(pod)
+        ok, errors = ok + admitted, errors + (not admitted)
+    return ok, errors

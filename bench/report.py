@@ -1,0 +1,299 @@
+"""The benchmark report: markdown tables per scenario and PNG plots of the distributions."""
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+LABELS = {
+    "plain": "kube-scheduler alone",
+    "toposched": "+ toposched (LeastAllocated)",
+    "toposched-packed": "+ toposched (MostAllocated)",
+}
+COLORS = {"plain": "#9e9e9e", "toposched": "#1f77b4", "toposched-packed": "#2ca02c"}
+NUMA_SCENARIOS = {
+    "fragmentation_single_numa_node": "fragmentation, single-numa-node",
+    "fragmentation_restricted": "fragmentation, restricted",
+    "stale_burst": "stale NRTs, bursts",
+}
+
+
+def _range(v: dict[str, float], fmt: str = "{:g}") -> str:
+    return f"{fmt.format(v['median'])} ({fmt.format(v['min'])}-{fmt.format(v['max'])})"
+
+
+def headline(results: dict[str, Any]) -> list[str]:
+    """The figures a reader wants first, each a ratio or a count from the same run."""
+    lines = ["## Headline", ""]
+    frag = results.get("fragmentation_single_numa_node")
+    if frag:
+        lines.append(
+            f"- NUMA fragmentation ({frag['nodes']} nodes, {frag['pods']} pods, median of {frag['repeats']} runs): "
+            f"TopologyAffinityErrors {frag['plain']['topology_affinity_errors']['median']:g} with kube-scheduler "
+            f"alone, {frag['toposched']['topology_affinity_errors']['median']:g} with toposched; pods running "
+            f"{frag['plain']['placed']['median']:g} vs {frag['toposched']['placed']['median']:g} "
+            f"({frag['toposched-packed']['placed']['median']:g} with MostAllocated)."
+        )
+    net = results.get("network")
+    if net:
+        ratio = net["toposched"]["total_cost"]["median"] / net["plain"]["total_cost"]["median"]
+        lines.append(
+            f"- Network cost over {net['edges']} dependency edges: {net['toposched']['total_cost']['median']:.0f} "
+            f"with toposched vs {net['plain']['total_cost']['median']:.0f} alone (ratio {ratio:.2f})."
+        )
+    for size, sc in (results.get("scale") or {}).items():
+        lines.append(
+            f"- {size} nodes: {sc['pods_per_second_with_extender']} vs {sc['pods_per_second_alone']} pods/s "
+            f"(ratio {sc['throughput_ratio']}); creation -> bound p99 "
+            f"{sc['latency_with_extender']['latency_ms']['p99']:.0f} vs "
+            f"{sc['latency_alone']['latency_ms']['p99']:.0f} ms."
+        )
+    sh = results.get("schedhook")
+    if sh:
+        fp = sh["filter_and_prioritize_ms"]
+        lines.append(
+            f"- Extender at {sh['nodes']} nodes: filter + prioritize over HTTP median {fp['median']:.1f} ms, "
+            f"p99 {fp['p99']:.1f} ms; the evaluation alone median {sh['evaluate_ms']['median']:.1f} ms."
+        )
+    return [*lines, ""]
+
+
+def numa(results: dict[str, Any], plots: Path) -> list[str]:
+    present = [k for k in NUMA_SCENARIOS if k in results]
+    if not present:
+        return []
+    lines = ["## NUMA placement (kubernetes#84869)", ""]
+    lines += [
+        "Two-NUMA kwok nodes (16 CPUs, 64 GiB, 2 devices per zone), a stream of Guaranteed pods with",
+        "2-12 integral CPUs (a third with a device). The kubelets' Topology Manager decisions are",
+        "simulated in binding order (`bench/kubelet.py`); NRTs are republished after changes every",
+        "`refresh` seconds. Figures: median (min-max) over the runs.",
+        "",
+    ]
+    for key in present:
+        sc = results[key]
+        lines += [
+            f"### {NUMA_SCENARIOS[key]}: {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} runs, "
+            f"NRT refresh {sc['nrt_refresh_seconds']:g} s, {sc['burst']} pods every {sc['burst_interval_seconds']:g} s",
+            "",
+            "| scheduler | TopologyAffinityErrors | pods running | pods pending | seconds to place |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for name in sc["schedulers"]:
+            r = sc[name]
+            lines.append(
+                f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {_range(r['placed'])} "
+                f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
+            )
+        lines.append("")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / 3
+    for j, name in enumerate(results[present[0]]["schedulers"]):
+        for ax, metric in zip(axes, ("topology_affinity_errors", "placed"), strict=True):
+            med = [results[k][name][metric]["median"] for k in present]
+            low = [m - results[k][name][metric]["min"] for m, k in zip(med, present, strict=True)]
+            high = [results[k][name][metric]["max"] - m for m, k in zip(med, present, strict=True)]
+            xs = [i + (j - 1) * width for i in range(len(present))]
+            ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[name], label=LABELS[name])
+    for ax, title in zip(
+        axes, ("TopologyAffinityErrors (lower is better)", "pods running (higher is better)"), strict=True
+    ):
+        ax.set_xticks(range(len(present)), [NUMA_SCENARIOS[k] for k in present], fontsize=8)
+        ax.set_title(title)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(plots / "numa.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "![NUMA placement](numa.png)", ""]
+
+
+def network(results: dict[str, Any], plots: Path) -> list[str]:
+    net = results.get("network")
+    if not net:
+        return []
+    lines = [
+        f"## Network placement: {net['regions']} regions x {net['zones_per_region']} zones, {net['nodes']} nodes",
+        "",
+        f"Online Boutique and a Redis cluster as AppGroups, {net['replicas_per_workload']} replicas per workload,",
+        "created workload by workload in topology order. Cost of a pod pair: 0 same node, 1 same zone,",
+        "else the NetworkTopology's zone or region pair cost; per edge the mean over its pod pairs.",
+        "",
+        f"| scheduler | sum over {net['edges']} edges | largest pair cost |",
+        "| --- | ---: | ---: |",
+    ]
+    for name in ("plain", "toposched"):
+        r = net[name]
+        lines.append(f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} |")
+    lines.append("")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bins = [0, 1, 2, 6, 11, 16, 61, 81, 101]
+    for name in ("plain", "toposched"):
+        ax.hist(net[name]["pair_costs"], bins=bins, alpha=0.6, color=COLORS[name], label=LABELS[name])
+    ax.set_xlabel("network cost between dependent pods")
+    ax.set_ylabel("pod pairs")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(plots / "network.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "![network cost per pod pair](network.png)", ""]
+
+
+def scale(results: dict[str, Any], plots: Path) -> list[str]:
+    sizes = results.get("scale") or {}
+    if not sizes:
+        return []
+    lines = [
+        "## Scale",
+        "",
+        "Throughput from a backlog (pods created before the scheduler starts); latency of a paced stream.",
+        "",
+        "| nodes | pods | alone pods/s | with extender pods/s | ratio | stream p99 ms alone | with extender |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for size, sc in sizes.items():
+        lines.append(
+            f"| {size} | {sc['backlog_pods']} | {sc['pods_per_second_alone']} | {sc['pods_per_second_with_extender']} "
+            f"| {sc['throughput_ratio']} | {sc['latency_alone']['latency_ms']['p99']:.0f} "
+            f"| {sc['latency_with_extender']['latency_ms']['p99']:.0f} |"
+        )
+        for key, name in (("latency_alone", "plain"), ("latency_with_extender", "toposched")):
+            values = sc[key]["latencies_ms"]
+            ys = [(i + 1) / len(values) for i in range(len(values))]
+            ax.plot(values, ys, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
+    ax.set_xlabel("creation -> bound (ms)")
+    ax.set_ylabel("fraction of pods")
+    ax.set_xscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(plots / "latency.png", dpi=110)
+    plt.close(fig)
+    lines += ["", "![creation to bound latency](latency.png)", ""]
+    lines += ["### Footprint", "", "| process | figure |", "| --- | ---: |"]
+    for size, sc in sizes.items():
+        op = sc["footprint"]["operator"]
+        lines.append(f"| operator, {op['appgroups']} AppGroups, {size} nodes | {op['rss_mib']} MiB RSS |")
+        lines.append(f"| extender, {size} nodes with NRTs | {sc['footprint']['extender']['rss_mib']} MiB RSS |")
+        for verb, v in sorted(sc.get("extender_requests", {}).items()):
+            lines.append(
+                f"| extender {verb} during the backlog, mean (p99 bucket) "
+                f"| {v['mean_ms']} ms (<= {v['p99_le_ms']} ms) |"
+            )
+    return [*lines, ""]
+
+
+def extender(results: dict[str, Any], plots: Path) -> list[str]:
+    sh = results.get("schedhook")
+    if not sh:
+        return []
+    lines = [
+        f"## Extender: one pod against {sh['nodes']} two-NUMA nodes ({sh['fitting']} fit)",
+        "",
+        "| path | median ms | p99 ms | min | max |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for label, key in (
+        ("evaluation (pure, columnar)", "evaluate_ms"),
+        ("filter over HTTP", "filter_ms"),
+        ("prioritize over HTTP", "prioritize_ms"),
+        ("filter + prioritize over HTTP", "filter_and_prioritize_ms"),
+    ):
+        v = sh[key]
+        lines.append(f"| {label} | {v['median']:.2f} | {v['p99']:.2f} | {v['min']:.2f} | {v['max']:.2f} |")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.hist(sh["samples_ms"]["filter_and_prioritize"], bins=30, color=COLORS["toposched"], alpha=0.8, label="HTTP")
+    ax.hist(sh["samples_ms"]["evaluate"], bins=30, color=COLORS["toposched-packed"], alpha=0.8, label="evaluation")
+    ax.set_xlabel("ms per pod")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(plots / "extender.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "", "![extender latency](extender.png)", ""]
+
+
+def render(results: dict[str, Any], plots: Path) -> str:
+    lines = [f"# toposched benchmarks ({results['when']}, {'full' if results.get('full') else 'quick'} run)", ""]
+    m = results["machine"]
+    lines += [
+        f"toposched {results['version']}; Kubernetes {results['versions'].get('kubernetes', '?')}, "
+        f"kwok {results['versions'].get('kwok', '?')}; {m['cpus']} CPUs, {m['memory_gib']} GiB, "
+        f"Python {m['python']}, {m['platform']}. The whole control plane runs on the same machine.",
+        "",
+        "The upstream scheduler-plugins scheduler is not part of this comparison (see docs/benchmarks.md).",
+        "",
+    ]
+    lines += headline(results)
+    lines += numa(results, plots)
+    lines += network(results, plots)
+    lines += scale(results, plots)
+    lines += extender(results, plots)
+    if "appgroup_sort" in results:
+        lines += components(results)
+    return "\n".join(lines)
+
+
+def components(results: dict[str, Any]) -> list[str]:
+    lines: list[str] = ["## Components", ""]
+    sort = results["appgroup_sort"]
+    lines += [
+        f"### AppGroup sort: {sort['workloads']} workloads, {sort['edges']} dependencies (pure, no cluster)",
+        "",
+        "| step | median ms | min | max |",
+        "| --- | ---: | ---: | ---: |",
+        "| build graph (validation included) | {median:.2f} | {min:.2f} | {max:.2f} |".format(**sort["build_graph_ms"]),
+    ]
+    lines += [
+        f"| sort {name} | {s['median']:.2f} | {s['min']:.2f} | {s['max']:.2f} |" for name, s in sort["sort_ms"].items()
+    ]
+    lat = results["appgroup_latency"]["spec_to_status_ms"]
+    lines += [
+        "",
+        f"### AppGroup spec change -> status visible via watch ({results['appgroup_latency']['workloads']} workloads)",
+        "",
+        "| samples | median ms | p99 ms | min | max |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+        f"| {lat['n']} | {lat['median']:.1f} | {lat['p99']:.1f} | {lat['min']:.1f} | {lat['max']:.1f} |",
+        "",
+    ]
+    pure = results["networktopology_recompute"]
+    r = pure["recompute_ms"]
+    lines += [
+        f"### NetworkTopology recompute: {pure['nodes']} nodes, {pure['zones']} zones, {pure['keys']} keys (pure)",
+        "",
+        "| published pairs | median ms | min | max |",
+        "| ---: | ---: | ---: | ---: |",
+        f"| {pure['published_pairs']} | {r['median']:.1f} | {r['min']:.1f} | {r['max']:.1f} |",
+        "",
+    ]
+    nt = results["networktopology_latency"]
+    c = nt["configmap_to_cr_ms"]
+    lines += [
+        f"### NetworkTopology ConfigMap change -> CR via watch ({nt['nodes']} kwok nodes, {nt['keys']} keys)",
+        "",
+        "| samples | median ms | p99 ms | min | max | writes when nothing changed |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {c['n']} | {c['median']:.1f} | {c['p99']:.1f} | {c['min']:.1f} | {c['max']:.1f} "
+        f"| {nt['writes_when_nothing_changed']} |",
+        "",
+    ]
+    scan = results["exporter_scan"]["scan_and_build_ms"]
+    daemon = results["exporter_daemon"]
+    a = daemon["allocation_to_nrt_ms"]
+    lines += [
+        "### Exporter",
+        "",
+        "| figure | value |",
+        "| --- | ---: |",
+        f"| full scan + build, 8 NUMA nodes / 256 CPUs (median, min-max) | {scan['median']:.2f} ms "
+        f"({scan['min']:.2f}-{scan['max']:.2f}) |",
+        f"| allocation change -> NRT via watch, median / p99 ({a['n']} samples) "
+        f"| {a['median']:.0f} / {a['p99']:.0f} ms |",
+        f"| RSS after the samples | {daemon['rss_mib']} MiB |",
+        f"| CPU while idle at a 10 s period ({daemon['idle_seconds']:.0f} s) "
+        f"| {daemon['cpu_millicores_idle']} millicores |",
+        "",
+    ]
+    return lines

@@ -66,7 +66,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--full", action="store_true", help="larger sizes and more repetitions (about an hour)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    parser.add_argument("--render", action="store_true", help="only render the report from bench/results/results.json")
     args = parser.parse_args()
+    if args.render:
+        text = report.render(json.loads((RESULTS / "results.json").read_text()), RESULTS)
+        (RESULTS / "report.md").write_text(text)
+        print(text)
+        return 0
     only = set(args.only.split(","))
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")

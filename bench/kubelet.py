@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
 from schedhook.placement.numa import NodeTopology, Pod, Zone, container_request, predict
 
 GPU = "example.com/gpu"
@@ -27,6 +28,8 @@ class Node:
     available: list[dict[str, Decimal]] = field(default_factory=list)
     admitted: int = 0
     rejected: int = 0
+    pods: list[tuple[str, str]] = field(default_factory=list)
+    """(namespace, name) of the admitted pods, for the NRT's pods fingerprint."""
 
     def __post_init__(self) -> None:
         if not self.available:
@@ -36,7 +39,7 @@ class Node:
         zones = tuple(Zone(i, z, z, dict(self.available[i])) for i, z in enumerate(self.zones))
         return NodeTopology(self.name, zones, self.policy, self.scope, "static", "Static")
 
-    def admit(self, pod: Pod) -> tuple[bool, tuple[int, ...]]:
+    def admit(self, pod: Pod, key: tuple[str, str] = ("", "")) -> tuple[bool, tuple[int, ...]]:
         """The kubelet's decision; on admission the request is taken from the chosen zones."""
         verdict = predict(self.topology(), pod)
         if not verdict.admit:
@@ -58,6 +61,7 @@ class Node:
                     self.available[z][resource] = free - take
                     amount -= take
         self.admitted += 1
+        self.pods.append(key)
         return True, tuple(sorted(used))
 
     def nrt(self) -> dict[str, Any]:
@@ -74,6 +78,9 @@ class Node:
             {"name": "topologyManagerScope", "value": self.scope},
             {"name": "cpuManagerPolicy", "value": "static"},
             {"name": "memoryManagerPolicy", "value": "Static"},
+            # Every bench pod holds exclusive CPUs, so "all" and "with-exclusive-resources" agree.
+            {"name": "nodeTopologyPodsFingerprint", "value": fingerprint(self.pods)},
+            {"name": "nodeTopologyPodsFingerprintMethod", "value": METHOD_EXCLUSIVE},
         ]
         return {"metadata": {"name": self.name}, "zones": zones, "attributes": attributes}
 

@@ -26,8 +26,8 @@ from apis.constants import (
     NRT_ZONE_PREFIX,
     NRT_ZONE_TYPE_NODE,
 )
+from apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from exporter.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from exporter.kubeletconfig import KubeletConfig
 from exporter.sysfs import Machine, format_cpulist
 

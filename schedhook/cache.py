@@ -24,7 +24,8 @@ from apis.appgroup import AppGroup
 from apis.networktopology import NetworkTopology
 from apis.noderesourcetopology import NodeResourceTopology
 from schedhook.placement.evaluate import Placed, Snapshot
-from schedhook.placement.numa import NodeTopology, Zone, from_nrt
+from schedhook.placement.freshness import FINGERPRINT_ATTRIBUTE, accounted
+from schedhook.placement.numa import NodeTopology, Pod, Zone, from_nrt, pod_from_spec
 from schedhook.placement.objects import links_of, node_view, placed_pod
 from schedhook.placement.table import NodeTable
 
@@ -39,6 +40,8 @@ class Reservation:
     numa: tuple[int, ...]
     request: dict[str, Decimal]
     since: float = field(default_factory=time.monotonic)
+    key: str = ""
+    """namespace/name, to find the pod among the node's pods."""
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -57,6 +60,13 @@ class ClusterCache:
         self.nrt_updated: dict[str, float] = {}
         self.reservations: dict[str, Reservation] = {}
         """By pod uid, oldest first."""
+        self.settle = 1.0
+        """Without a fingerprint on the NRT: an update received this long after a bind releases it."""
+        self._pods_on: dict[str, dict[str, tuple[str, str, Pod]]] = {}
+        """node -> pod key -> (namespace, name, pod) of the pods bound to it."""
+        self._pod_node: dict[str, str] = {}
+        self._pods_version: dict[str, int] = {}
+        self._accounted: dict[str, tuple[tuple[Any, int], bool | None]] = {}
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -104,6 +114,9 @@ class ClusterCache:
                 self._changed(kind)
                 if kind == "pods":
                     self._placed = {k: placed_pod(v) for k, v in store.items()}
+                    self._pods_on, self._pod_node = {}, {}
+                    for k, v in store.items():
+                        self._track_pod(k, v)
                 self._mark_synced(kind)
                 version = body["metadata"]["resourceVersion"]
                 async for event in _watch(lister, version, extra):
@@ -113,6 +126,7 @@ class ClusterCache:
                         store.pop(key, None)
                         if kind == "pods":
                             self._placed.pop(key, None)
+                            self._track_pod(key, None)
                     elif event["type"] in ("ADDED", "MODIFIED"):
                         old = store.get(key)
                         store[key] = obj
@@ -122,6 +136,7 @@ class ClusterCache:
                             self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
                         if kind == "pods":
                             self._placed[key] = placed_pod(obj)
+                            self._track_pod(key, obj)
                     self._changed(kind)
                 backoff = 1.0
             except asyncio.CancelledError:
@@ -130,6 +145,41 @@ class ClusterCache:
                 logger.warning("watch of %s failed (%s); listing again in %.0fs", kind, exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(30.0, backoff * 2)
+
+    def _track_pod(self, key: str, pod: dict[str, Any] | None) -> None:
+        """Keep the node -> pods index (for fingerprints) in step; a pod's spec is parsed once."""
+        placed = placed_pod(pod) if pod is not None else None
+        node = placed.node if placed is not None else None
+        before = self._pod_node.get(key)
+        if before == node:
+            return
+        if before is not None:
+            self._pods_on.get(before, {}).pop(key, None)
+            self._pods_version[before] = self._pods_version.get(before, 0) + 1
+            del self._pod_node[key]
+        if node is not None and pod is not None:
+            meta = pod["metadata"]
+            entry = (meta.get("namespace", ""), meta["name"], pod_from_spec(pod.get("spec") or {}))
+            self._pods_on.setdefault(node, {})[key] = entry
+            self._pod_node[key] = node
+            self._pods_version[node] = self._pods_version.get(node, 0) + 1
+
+    def _nrt_accounts(self, node: str, key: str) -> bool | None:
+        """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none."""
+        body = self.objects["nrts"].get(f"/{node}")
+        if body is None:
+            return None
+        pods = self._pods_on.get(node, {})
+        version = (body["metadata"].get("resourceVersion"), self._pods_version.get(node, 0))
+        cached = self._accounted.get(node)
+        if cached is None or cached[0] != version:
+            attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
+            verdict = accounted(attributes, pods.values()) if FINGERPRINT_ATTRIBUTE in attributes else None
+            cached = (version, verdict)
+            self._accounted[node] = cached
+        if cached[1] is None:
+            return None
+        return key in pods and cached[1]  # not before our own view has seen the bind
 
     def _changed(self, kind: str) -> None:
         self._versions[kind] = self._versions.get(kind, 0) + 1
@@ -148,9 +198,17 @@ class ClusterCache:
         self.reservations.pop(pod_uid, None)
 
     def _live_reservations(self) -> list[Reservation]:
+        """Drop reservations the NRT now accounts for: by the pods fingerprint when the NRT has one,
+        else by an update received ``settle`` seconds after the bind; or after the timeout."""
         now = time.monotonic()
         for uid, r in list(self.reservations.items()):
-            if now - r.since >= self.reservation_timeout or self.nrt_updated.get(r.node, 0) >= r.since:
+            if now - r.since >= self.reservation_timeout:
+                del self.reservations[uid]
+                continue
+            matched = self._nrt_accounts(r.node, r.key)
+            if matched is None:
+                matched = self.nrt_updated.get(r.node, 0) >= r.since + self.settle
+            if matched:
                 del self.reservations[uid]
         return list(self.reservations.values())
 

@@ -144,7 +144,7 @@ class Extender:
             numa = results.numa_ids(i)
             if numa:
                 # Reserve before any await, so the next pod's filter already sees it.
-                self.cache.reserve(Reservation(uid, node, tuple(numa), total))
+                self.cache.reserve(Reservation(uid, node, tuple(numa), total, key=f"{namespace}/{name}"))
                 annotations = {NUMA_ZONES_ANNOTATION: json.dumps(results.zones(i))}
         self._bind_arrived.set()
         core = client.CoreV1Api(self.api)

@@ -13,10 +13,14 @@ from string import Template
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio import client
 
+from apis.appgroup import AppGroup
+from apis.constants import REGION_LABEL, ZONE_LABEL
+from operators.appgroup.toposort import sort_spec
 from tests.integration.kube import ensure_kwok_node, free_port, wait_default_service_account, wait_for
-from tests.paths import REPO
+from tests.paths import EXAMPLES, REPO
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -346,3 +350,97 @@ async def test_topology_affinity_errors_are_handed_back_to_their_controller(
 
     await wait_for(standalone_event, within=30, what="an Event on the standalone pod")
     assert (await core.read_namespaced_pod("standalone", namespace)).status.phase == "Failed"
+
+
+@pytest.mark.usefixtures("webhooks")
+async def test_online_boutique_is_released_in_order_and_lands_near_its_dependencies(
+    api: client.ApiClient, namespace: str
+) -> None:
+    """Two regions x two zones of kwok nodes with costs; the pods, created all at once in reverse
+    order, are gated, released in topology order and placed next to the workloads they talk to."""
+    await wait_default_service_account(api, namespace)
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    tag = uuid.uuid4().hex[:6]
+    where: dict[str, tuple[str, str]] = {}
+    for region in ("r1", "r2"):
+        for zone in (f"{region}-a", f"{region}-b"):
+            for i in range(2):
+                name = f"ob-{tag}-{zone}-{i}"
+                labels = {"toposched-test": tag, REGION_LABEL: f"{tag}-{region}", ZONE_LABEL: f"{tag}-{zone}"}
+                await ensure_kwok_node(api, name, labels)
+                where[name] = (region, zone)
+    try:
+        topology = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
+        costs = {REGION_LABEL: ({"r1": ["r2"], "r2": ["r1"]}, 50), ZONE_LABEL: ({}, 5)}
+        for region in ("r1", "r2"):
+            costs[ZONE_LABEL][0].update({f"{region}-a": [f"{region}-b"], f"{region}-b": [f"{region}-a"]})
+        topology["metadata"] = {"name": "ob", "namespace": namespace}
+        topology["spec"]["weights"] = [
+            {
+                "name": "UserDefined",
+                "topologyList": [
+                    {
+                        "topologyKey": key,
+                        "originList": [
+                            {
+                                "origin": f"{tag}-{origin}",
+                                "costList": [{"destination": f"{tag}-{d}", "networkCost": cost} for d in targets],
+                            }
+                            for origin, targets in pairs.items()
+                        ],
+                    }
+                    for key, (pairs, cost) in costs.items()
+                ],
+            }
+        ]
+        await custom.create_namespaced_custom_object(
+            "networktopology.diktyo.x-k8s.io", "v1alpha1", namespace, "networktopologies", topology
+        )
+        boutique = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+        await custom.create_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", boutique
+        )
+        order = sort_spec(AppGroup.model_validate(boutique).spec).order
+        status = [
+            {"workload": {"kind": "Deployment", "name": w, "selector": w}, "index": i + 1} for i, w in enumerate(order)
+        ]
+        await custom.patch_namespaced_custom_object_status(
+            "appgroup.diktyo.x-k8s.io",
+            "v1alpha1",
+            namespace,
+            "appgroups",
+            "online-boutique",
+            {"status": {"topologyOrder": status}},
+            _content_type="application/merge-patch+json",
+        )
+        await asyncio.sleep(1)  # the extender's cache sees the AppGroup, its order and the costs
+
+        for workload in reversed(order):
+            body = guaranteed(workload, 1, {"toposched-test": tag})
+            body.spec.scheduler_name = None
+            body.metadata.labels = {
+                "toposched-webhook": "on",
+                "appgroup.diktyo.x-k8s.io": "online-boutique",
+                "appgroup.diktyo.x-k8s.io.workload": workload,
+            }
+            created = await core.create_namespaced_pod(namespace, body)
+            assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
+
+        async def all_bound() -> dict[str, Any] | None:
+            pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
+            return pods if len(pods) == len(order) and all(p.spec.node_name for p in pods.values()) else None
+
+        pods = await wait_for(all_bound, within=120, what="every Online Boutique pod bound")
+        scheduled = {
+            name: next(c.last_transition_time for c in p.status.conditions if c.type == "PodScheduled")
+            for name, p in pods.items()
+        }
+        assert [scheduled[w] for w in order] == sorted(scheduled[w] for w in order), scheduled
+        placed = {name: where[p.spec.node_name] for name, p in pods.items()}
+        for item in boutique["spec"]["workloads"]:
+            for dep in item.get("dependencies") or []:
+                source, target = item["workload"]["selector"], dep["workload"]["selector"]
+                assert placed[source][1] == placed[target][1], f"{source} and {target} in different zones: {placed}"
+    finally:
+        for name in where:
+            await core.delete_node(name)

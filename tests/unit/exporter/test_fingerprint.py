@@ -1,6 +1,6 @@
 import json
 
-from exporter.fingerprint import fingerprint
+from apis.fingerprint import fingerprint
 from tests.paths import UPSTREAM_FIXTURES
 
 

@@ -1,0 +1,48 @@
+"""Does a node's NRT already account for the pods bound to it? Pure.
+
+The exporter publishes ``nodeTopologyPodsFingerprint``: the pfp0v001 fingerprint of the pods the
+kubelet reported (all of them, or only those holding exclusive resources, as
+``nodeTopologyPodsFingerprintMethod`` says). When the fingerprint of the pods the extender
+knows on the node is the same, the NRT's ``available`` already has their requests taken off,
+and the reservations of those pods can go.
+"""
+
+from collections.abc import Iterable, Mapping
+
+from apis.fingerprint import METHOD_ALL, fingerprint
+from schedhook.placement.numa import HOST_LEVEL, Pod, container_request, numa_affine
+
+FINGERPRINT_ATTRIBUTE = "nodeTopologyPodsFingerprint"
+METHOD_ATTRIBUTE = "nodeTopologyPodsFingerprintMethod"
+
+
+def exclusive(pod: Pod, cpu_manager: str | None, memory_manager: str | None) -> bool:
+    """Would the kubelet give this pod exclusive CPUs, NUMA-pinned memory or devices?
+
+    Devices are assumed to have topology (the exporter counts only those that do; a node whose
+    devices have none then never matches and its reservations time out instead)."""
+    guaranteed = pod.qos == "Guaranteed"
+    for c in [*pod.init_containers, *pod.containers]:
+        for resource, amount in container_request(c).items():
+            if amount <= 0 or resource in HOST_LEVEL:
+                continue
+            if resource == "cpu":
+                if cpu_manager == "static" and guaranteed and amount == amount.to_integral_value():
+                    return True
+            elif numa_affine(resource):
+                if memory_manager == "Static" and guaranteed:
+                    return True
+            else:
+                return True
+    return False
+
+
+def accounted(attributes: Mapping[str, str], pods: Iterable[tuple[str, str, Pod]]) -> bool:
+    """True when the NRT's fingerprint is that of ``pods`` ((namespace, name, pod) bound to the node)."""
+    published = attributes.get(FINGERPRINT_ATTRIBUTE)
+    if not published:
+        return False
+    method = attributes.get(METHOD_ATTRIBUTE, METHOD_ALL)
+    cpu, memory = attributes.get("cpuManagerPolicy"), attributes.get("memoryManagerPolicy")
+    counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or exclusive(pod, cpu, memory)]
+    return fingerprint(counted) == published

@@ -1,0 +1,120 @@
+"""Reservations end when the NRT's pods fingerprint shows it accounts for the pod."""
+
+import time
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
+from schedhook.cache import ClusterCache, Reservation
+from schedhook.placement.freshness import accounted, exclusive
+from schedhook.placement.numa import Pod, pod_from_spec
+
+
+def pod(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Pod:
+    resources = {"requests": requests or {}, "limits": limits or {}}
+    return pod_from_spec({"containers": [{"name": "c", "resources": resources}]})
+
+
+GUARANTEED_2 = pod(limits={"cpu": "2", "memory": "1Gi"})
+GUARANTEED_HALF = pod(limits={"cpu": "500m", "memory": "1Gi"})
+BURSTABLE_GPU = pod(requests={"cpu": "1", "example.com/gpu": "1"})
+BEST_EFFORT = pod()
+
+
+@pytest.mark.parametrize(
+    ("p", "cpu_manager", "memory_manager", "expected"),
+    [
+        pytest.param(GUARANTEED_2, "static", "None", True, id="integral-cpus-static"),
+        pytest.param(GUARANTEED_2, "none", "None", False, id="integral-cpus-no-cpu-manager"),
+        pytest.param(GUARANTEED_2, "none", "Static", True, id="pinned-memory"),
+        pytest.param(GUARANTEED_HALF, "static", "None", False, id="fractional-cpus"),
+        pytest.param(BURSTABLE_GPU, "none", "None", True, id="a-device"),
+        pytest.param(BEST_EFFORT, "static", "Static", False, id="best-effort"),
+    ],
+)
+def test_exclusive(p: Pod, cpu_manager: str, memory_manager: str, expected: bool) -> None:
+    assert exclusive(p, cpu_manager, memory_manager) is expected
+
+
+PODS = [("ns", "a", GUARANTEED_2), ("ns", "b", BEST_EFFORT)]
+
+
+def published(pods: list[tuple[str, str]], method: str) -> dict[str, str]:
+    return {"nodeTopologyPodsFingerprint": fingerprint(pods), "nodeTopologyPodsFingerprintMethod": method}
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        pytest.param({}, False, id="no-fingerprint"),
+        pytest.param(
+            {
+                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a"), ("ns", "b")]),
+                "nodeTopologyPodsFingerprintMethod": METHOD_ALL,
+            },
+            True,
+            id="all-pods",
+        ),
+        pytest.param(
+            {
+                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a")]),
+                "nodeTopologyPodsFingerprintMethod": METHOD_EXCLUSIVE,
+                "cpuManagerPolicy": "static",
+            },
+            True,
+            id="exclusive-only",
+        ),
+        pytest.param(
+            {
+                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a")]),
+                "nodeTopologyPodsFingerprintMethod": METHOD_ALL,
+            },
+            False,
+            id="nrt-older-than-our-view",
+        ),
+    ],
+)
+def test_accounted(attributes: dict[str, str], expected: bool) -> None:
+    assert accounted(attributes, PODS) is expected
+
+
+def _nrt(rv: str, pods: list[tuple[str, str]] | None) -> dict[str, Any]:
+    attributes = [{"name": "cpuManagerPolicy", "value": "static"}]
+    if pods is not None:
+        attributes.append({"name": "nodeTopologyPodsFingerprint", "value": fingerprint(pods)})
+        attributes.append({"name": "nodeTopologyPodsFingerprintMethod", "value": METHOD_EXCLUSIVE})
+    return {"metadata": {"name": "n", "resourceVersion": rv}, "zones": [], "attributes": attributes}
+
+
+def _bound(name: str) -> dict[str, Any]:
+    limits = {"cpu": "2", "memory": "1Gi"}
+    return {
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "resources": {"limits": limits}}]},
+    }
+
+
+def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.objects["nrts"]["/n"] = _nrt("1", [("ns", "old")])
+    cache._track_pod("ns/old", _bound("old"))
+    cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
+    assert [r.pod for r in cache._live_reservations()] == ["uid-new"]  # our view has not seen the bind
+    cache._track_pod("ns/new", _bound("new"))
+    cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
+    assert [r.pod for r in cache._live_reservations()] == ["uid-new"]
+    cache.objects["nrts"]["/n"] = _nrt("2", [("ns", "old"), ("ns", "new")])
+    assert cache._live_reservations() == []
+
+
+def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.objects["nrts"]["/n"] = _nrt("1", None)
+    bound_at = time.monotonic()
+    cache.reserve(Reservation("u", "n", (0,), {"cpu": Decimal(2)}, since=bound_at, key="ns/p"))
+    cache.nrt_updated["n"] = bound_at + 0.5  # may have been computed before the kubelet saw the pod
+    assert len(cache._live_reservations()) == 1
+    cache.nrt_updated["n"] = bound_at + 1.5
+    assert cache._live_reservations() == []

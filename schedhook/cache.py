@@ -24,7 +24,7 @@ from apis.appgroup import AppGroup
 from apis.networktopology import NetworkTopology
 from apis.noderesourcetopology import NodeResourceTopology
 from schedhook.placement.evaluate import Placed, Snapshot
-from schedhook.placement.freshness import FINGERPRINT_ATTRIBUTE, accounted
+from schedhook.placement.freshness import accounted
 from schedhook.placement.numa import NodeTopology, Pod, Zone, from_nrt, pod_from_spec
 from schedhook.placement.objects import links_of, node_view, placed_pod
 from schedhook.placement.table import NodeTable
@@ -66,7 +66,7 @@ class ClusterCache:
         """node -> pod key -> (namespace, name, pod) of the pods bound to it."""
         self._pod_node: dict[str, str] = {}
         self._pods_version: dict[str, int] = {}
-        self._accounted: dict[str, tuple[tuple[Any, int], bool | None]] = {}
+        self._accounted: dict[str, tuple[tuple[Any, int], frozenset[tuple[str, str]] | None]] = {}
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -174,12 +174,12 @@ class ClusterCache:
         cached = self._accounted.get(node)
         if cached is None or cached[0] != version:
             attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
-            verdict = accounted(attributes, pods.values()) if FINGERPRINT_ATTRIBUTE in attributes else None
-            cached = (version, verdict)
+            cached = (version, accounted(attributes, list(pods.values())))  # dict order = bind order
             self._accounted[node] = cached
         if cached[1] is None:
             return None
-        return key in pods and cached[1]  # not before our own view has seen the bind
+        entry = pods.get(key)  # absent: our own view has not seen the bind yet
+        return entry is not None and (entry[0], entry[1]) in cached[1]
 
     def _changed(self, kind: str) -> None:
         self._versions[kind] = self._versions.get(kind, 0) + 1

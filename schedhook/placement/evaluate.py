@@ -131,10 +131,12 @@ class Results:
         """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
         self.explicit: dict[int, list[int]] = {}
         """Predicted NUMA ids of nodes answered one by one."""
+        self._fitting: list[str] | None = None
 
     def fail(self, i: int, reason: str) -> None:
         self.fit[i] = False
         self.reasons[i] = reason
+        self._fitting = None
 
     def numa_ids(self, i: int) -> list[int]:
         if not self.fit[i]:
@@ -149,15 +151,16 @@ class Results:
         return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]
 
     def fitting(self) -> list[str]:
-        return [self.names[i] for i in np.flatnonzero(self.fit).tolist()]
+        if self._fitting is None:
+            self._fitting = [self.names[i] for i in np.flatnonzero(self.fit).tolist()]
+        return self._fitting
 
     def scores_of(self, names: Sequence[str]) -> list[int]:
         """Total scores of ``names`` (each a candidate), in their order."""
         if list(names) == self.names:
             return [int(s) for s in self.score.tolist()]
-        fitting = np.flatnonzero(self.fit)
-        if len(fitting) == len(names) and [self.names[i] for i in fitting.tolist()] == list(names):
-            return [int(s) for s in self.score[fitting].tolist()]  # the usual call: prioritize after filter
+        if list(names) == self.fitting():  # the usual call: prioritize after filter
+            return [int(s) for s in self.score[self.fit].tolist()]
         position = {n: i for i, n in enumerate(self.names)}
         return [int(self.score[position[n]]) for n in names]
 
@@ -241,9 +244,13 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
         False: f"cannot align container {pod.containers[0].name} on one NUMA zone",
     }
     pod_scope = table.pod_scope[results.rows[failed]].tolist()
+    said: dict[tuple[bool, str | None], str] = {}  # a few distinct reasons among thousands of nodes
     for k, i, scoped in zip(rejected.tolist(), failed.tolist(), pod_scope, strict=True):
         detail = answer.shortfall.get(k)
-        results.reasons[i] = f"{head[scoped]}: {detail}" if detail else head[scoped]
+        reason = said.get((scoped, detail))
+        if reason is None:
+            reason = said[(scoped, detail)] = f"{head[scoped]}: {detail}" if detail else head[scoped]
+        results.reasons[i] = reason
     admitted = which[answer.admitted]
     results.zone[admitted] = answer.zone[answer.admitted]
     results.numa_score[admitted] = answer.score[answer.admitted]

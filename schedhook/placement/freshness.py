@@ -3,11 +3,12 @@
 The exporter publishes ``nodeTopologyPodsFingerprint``: the pfp0v001 fingerprint of the pods the
 kubelet reported (all of them, or only those holding exclusive resources, as
 ``nodeTopologyPodsFingerprintMethod`` says). When the fingerprint of the pods the extender
-knows on the node is the same, the NRT's ``available`` already has their requests taken off,
-and the reservations of those pods can go.
+knows on the node (or of all but the newest few: an NRT is usually a little behind) is the same,
+the NRT's ``available`` already has their requests taken off, and the reservations of those pods
+can go, while the newer ones stay.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 from apis.fingerprint import METHOD_ALL, fingerprint
 from schedhook.placement.numa import HOST_LEVEL, Pod, container_request, numa_affine
@@ -37,12 +38,22 @@ def exclusive(pod: Pod, cpu_manager: str | None, memory_manager: str | None) -> 
     return False
 
 
-def accounted(attributes: Mapping[str, str], pods: Iterable[tuple[str, str, Pod]]) -> bool:
-    """True when the NRT's fingerprint is that of ``pods`` ((namespace, name, pod) bound to the node)."""
+def accounted(
+    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], lag: int = 8
+) -> frozenset[tuple[str, str]] | None:
+    """The pods (namespace, name) the NRT accounts for; None when it has no fingerprint.
+
+    ``pods`` are the pods bound to the node, oldest bind first. An NRT is usually a little
+    behind: it matches the pods without the newest few. Up to ``lag`` newest are tried before
+    giving up (an empty set: nothing can be said)."""
     published = attributes.get(FINGERPRINT_ATTRIBUTE)
     if not published:
-        return False
+        return None
     method = attributes.get(METHOD_ATTRIBUTE, METHOD_ALL)
     cpu, memory = attributes.get("cpuManagerPolicy"), attributes.get("memoryManagerPolicy")
     counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or exclusive(pod, cpu, memory)]
-    return fingerprint(counted) == published
+    for newest in range(min(lag, len(counted)) + 1):
+        prefix = counted[: len(counted) - newest]
+        if fingerprint(prefix) == published:
+            return frozenset(prefix)
+    return frozenset()

@@ -45,39 +45,22 @@ def published(pods: list[tuple[str, str]], method: str) -> dict[str, str]:
     return {"nodeTopologyPodsFingerprint": fingerprint(pods), "nodeTopologyPodsFingerprintMethod": method}
 
 
+A, B = ("ns", "a"), ("ns", "b")
+
+
 @pytest.mark.parametrize(
     ("attributes", "expected"),
     [
-        pytest.param({}, False, id="no-fingerprint"),
-        pytest.param(
-            {
-                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a"), ("ns", "b")]),
-                "nodeTopologyPodsFingerprintMethod": METHOD_ALL,
-            },
-            True,
-            id="all-pods",
-        ),
-        pytest.param(
-            {
-                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a")]),
-                "nodeTopologyPodsFingerprintMethod": METHOD_EXCLUSIVE,
-                "cpuManagerPolicy": "static",
-            },
-            True,
-            id="exclusive-only",
-        ),
-        pytest.param(
-            {
-                "nodeTopologyPodsFingerprint": fingerprint([("ns", "a")]),
-                "nodeTopologyPodsFingerprintMethod": METHOD_ALL,
-            },
-            False,
-            id="nrt-older-than-our-view",
-        ),
+        pytest.param({}, None, id="no-fingerprint"),
+        pytest.param(published([A, B], METHOD_ALL), {A, B}, id="all-pods"),
+        pytest.param(published([A], METHOD_EXCLUSIVE) | {"cpuManagerPolicy": "static"}, {A}, id="exclusive-only"),
+        pytest.param(published([A], METHOD_ALL), {A}, id="nrt-one-bind-behind"),
+        pytest.param(published([], METHOD_ALL), set(), id="nrt-two-binds-behind"),
+        pytest.param(published([B], METHOD_ALL), set(), id="no-prefix-matches"),
     ],
 )
-def test_accounted(attributes: dict[str, str], expected: bool) -> None:
-    assert accounted(attributes, PODS) is expected
+def test_accounted(attributes: dict[str, str], expected: set[tuple[str, str]] | None) -> None:
+    assert accounted(attributes, PODS) == expected
 
 
 def _nrt(rv: str, pods: list[tuple[str, str]] | None) -> dict[str, Any]:
@@ -105,7 +88,11 @@ def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
     cache._track_pod("ns/new", _bound("new"))
     cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
     assert [r.pod for r in cache._live_reservations()] == ["uid-new"]
-    cache.objects["nrts"]["/n"] = _nrt("2", [("ns", "old"), ("ns", "new")])
+    cache.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
+    cache._track_pod("ns/newer", _bound("newer"))
+    cache.objects["nrts"]["/n"] = _nrt("2", [("ns", "old"), ("ns", "new")])  # one bind behind
+    assert [r.pod for r in cache._live_reservations()] == ["uid-newer"]
+    cache.objects["nrts"]["/n"] = _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")])
     assert cache._live_reservations() == []
 
 

@@ -200,7 +200,13 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
         ("filter over HTTP", "filter_ms"),
         ("prioritize over HTTP", "prioritize_ms"),
         ("filter + prioritize over HTTP", "filter_and_prioritize_ms"),
+        (
+            f"filter + prioritize, {sh.get('default_candidates')} candidates (kube-scheduler's default sample)",
+            "filter_and_prioritize_default_candidates_ms",
+        ),
     ):
+        if key not in sh:
+            continue
         v = sh[key]
         lines.append(f"| {label} | {v['median']:.2f} | {v['p99']:.2f} | {v['min']:.2f} | {v['max']:.2f} |")
     fig, ax = plt.subplots(figsize=(7, 3.2))

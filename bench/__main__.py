@@ -118,7 +118,7 @@ def main() -> int:
         step("exporter_scan", exporter.run_scan)
         step(
             "exporter_daemon",
-            lambda: exporter.run_daemon(kubeconfig, samples=100 if full else 30, idle_seconds=60 if full else 30),
+            lambda: exporter.run_daemon(kubeconfig, samples=100 if full else 30, idle_seconds=60 if full else 20),
         )
     if "extender" in only:
         step("schedhook", lambda: schedhook.run(nodes=5000, repeats=200 if full else 60))

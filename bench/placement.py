@@ -85,7 +85,7 @@ async def numa_run(
 ) -> NumaRun:
     """One scheduler places ``pods`` (``burst`` every ``interval`` s) on fresh ``nodes``."""
     await asyncio.gather(*(h.publish_nrt(name, node.nrt()) for name, node in nodes.items()))
-    await asyncio.sleep(1)  # let the extender's cache see the reset before the first pod
+    await asyncio.sleep(0.5)  # let the extender's cache see the reset before the first pod
     await h.namespace(namespace)
     run = NumaRun()
     by_name = {p["metadata"]["name"]: p for p in pods}
@@ -141,7 +141,7 @@ async def numa_run(
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         settled = len(bound) + len(unschedulable) >= len(pods)
-        if len(bound) == len(pods) or (settled and time.monotonic() - last_change > 3):
+        if len(bound) == len(pods) or (settled and time.monotonic() - last_change > 2):
             break
         await asyncio.sleep(0.2)
     stop.set()

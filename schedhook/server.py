@@ -162,7 +162,8 @@ class Extender:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await core.create_namespaced_binding(namespace, binding, _preload_content=False)
+            response = await core.create_namespaced_binding(namespace, binding, _preload_content=False)
+            await response.read()  # hands the connection back to the pool (else every bind opens one)
             error = ""
         except client.ApiException as exc:
             error = f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"

@@ -442,14 +442,18 @@ async def test_online_boutique_is_released_in_order_and_lands_near_its_dependenc
             (region_a, zone_a), (region_b, zone_b) = placed[a], placed[b]
             return 1 if zone_a == zone_b else 5 if region_a == region_b else 50
 
-        # Every dependency within its maxNetworkCost; the frontend's dependencies, released after
-        # it (the order puts it first), all next to it.
+        # Every dependency within its maxNetworkCost, and nearly all inside one zone. (Not all: the
+        # order places redis-cart before any pod that talks to it, so it may land apart, and
+        # cartservice then ties between the frontend's zone and redis-cart's.) At random, about
+        # three quarters of the 15 edges would leave their zone.
+        outside = []
         for item in boutique["spec"]["workloads"]:
             for dep in item.get("dependencies") or []:
                 source, target = item["workload"]["selector"], dep["workload"]["selector"]
                 assert cost(source, target) <= dep["maxNetworkCost"], placed
-                if source == "frontend":
-                    assert placed[target] == placed["frontend"], f"{target} not next to the frontend: {placed}"
+                if cost(source, target) > 1:
+                    outside.append((source, target))
+        assert len(outside) <= 3, (outside, placed)
     finally:
         for name in where:
             await core.delete_node(name)

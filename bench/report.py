@@ -101,7 +101,7 @@ def numa(results: dict[str, Any], plots: Path) -> list[str]:
     for ax, title in zip(
         axes, ("TopologyAffinityErrors (lower is better)", "pods running (higher is better)"), strict=True
     ):
-        ax.set_xticks(range(len(present)), [NUMA_SCENARIOS[k] for k in present], fontsize=8)
+        ax.set_xticks(range(len(present)), [NUMA_SCENARIOS[k].replace(", ", "\n") for k in present], fontsize=8)
         ax.set_title(title)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
@@ -175,7 +175,10 @@ def scale(results: dict[str, Any], plots: Path) -> list[str]:
     lines += ["### Footprint", "", "| process | figure |", "| --- | ---: |"]
     for size, sc in sizes.items():
         op = sc["footprint"]["operator"]
-        lines.append(f"| operator, {op['appgroups']} AppGroups, {size} nodes | {op['rss_mib']} MiB RSS |")
+        lines.append(
+            f"| operator, {op['appgroups']} AppGroups ({op['with_status']} with a status after 5 min), "
+            f"{size} nodes | {op['rss_mib']} MiB RSS |"
+        )
         lines.append(f"| extender, {size} nodes with NRTs | {sc['footprint']['extender']['rss_mib']} MiB RSS |")
         for verb, v in sorted(sc.get("extender_requests", {}).items()):
             lines.append(

@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 PACKAGES := toposched apis operators exporter schedhook
 
-.PHONY: help run test lint unit integration bench cluster cluster-down cluster-status binaries venv clean
+.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -52,9 +52,14 @@ unit: venv ## pure unit tests (no cluster)
 integration: venv binaries ## tests against the local control plane (started on demand, reused if up)
 	$(VENV)/bin/pytest tests/integration
 
+# netperf, iproute2 and openssl for the prober's and the webhooks' tests (root, apt). Without
+# root the tests that need them skip, except under CI, where they fail.
+test-tools: ## install the system tools some integration tests need (idempotent)
+	hack/install-netperf.sh || [ -z "$${CI:-}" ]
+
 # The binaries are built before pytest starts, so a first build does not count against test timeouts.
 # pytest exits 5 when it collects no test; that is not a failure.
-test: lint binaries ## everything: lint, unit and integration tests
+test: lint binaries test-tools ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
 
 bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/

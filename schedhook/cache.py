@@ -116,7 +116,7 @@ class ClusterCache:
                     self._placed = {k: placed_pod(v) for k, v in store.items()}
                     self._pods_on, self._pod_node = {}, {}
                     for k, v in store.items():
-                        self._track_pod(k, v)
+                        self._track_pod(k, v, self._placed[k])
                 self._mark_synced(kind)
                 version = body["metadata"]["resourceVersion"]
                 async for event in _watch(lister, version, extra):
@@ -126,7 +126,7 @@ class ClusterCache:
                         store.pop(key, None)
                         if kind == "pods":
                             self._placed.pop(key, None)
-                            self._track_pod(key, None)
+                            self._track_pod(key, None, None)
                     elif event["type"] in ("ADDED", "MODIFIED"):
                         old = store.get(key)
                         store[key] = obj
@@ -135,8 +135,8 @@ class ClusterCache:
                         if kind == "nrts":
                             self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
                         if kind == "pods":
-                            self._placed[key] = placed_pod(obj)
-                            self._track_pod(key, obj)
+                            placed = self._placed[key] = placed_pod(obj)
+                            self._track_pod(key, obj, placed)
                     self._changed(kind)
                 backoff = 1.0
             except asyncio.CancelledError:
@@ -146,9 +146,8 @@ class ClusterCache:
                 await asyncio.sleep(backoff)
                 backoff = min(30.0, backoff * 2)
 
-    def _track_pod(self, key: str, pod: dict[str, Any] | None) -> None:
+    def _track_pod(self, key: str, pod: dict[str, Any] | None, placed: Placed | None) -> None:
         """Keep the node -> pods index (for fingerprints) in step; a pod's spec is parsed once."""
-        placed = placed_pod(pod) if pod is not None else None
         node = placed.node if placed is not None else None
         before = self._pod_node.get(key)
         if before == node:

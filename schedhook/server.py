@@ -25,7 +25,7 @@ from prometheus_client import Histogram
 
 from schedhook.cache import ClusterCache, Reservation
 from schedhook.placement.evaluate import Config, Results, evaluate
-from schedhook.placement.numa import container_request, pod_from_spec
+from schedhook.placement.numa import container_request
 from schedhook.placement.objects import NUMA_ZONES_ANNOTATION
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Extender:
         uid = pod.get("metadata", {}).get("uid", "")
         results = evaluate(pod, names, self.cache.snapshot(exclude=uid), self.config)
         total: dict[str, Decimal] = {}
-        for c in pod_from_spec(pod.get("spec") or {}).containers:
+        for c in results.pod.containers:
             for r, q in container_request(c).items():
                 total[r] = total.get(r, Decimal(0)) + q
         self.last[uid] = (results, total)
@@ -91,10 +91,7 @@ class Extender:
         BIND_WAIT.observe(time.monotonic() - started)
 
     async def filter(self, request: web.Request) -> web.Response:
-        args = orjson.loads(await request.read())
-        pod = args.get("Pod") or args.get("pod") or {}
-        names = list(args.get("NodeNames") or args.get("nodenames") or [])
-        uid = pod.get("metadata", {}).get("uid", "")
+        pod, names, uid = await _extender_args(request)
         await self._await_earlier_binds(uid)
         started = time.perf_counter()
         results = self._evaluate(pod, names)
@@ -113,10 +110,7 @@ class Extender:
 
     async def prioritize(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
-        args = orjson.loads(await request.read())
-        pod = args.get("Pod") or args.get("pod") or {}
-        names = list(args.get("NodeNames") or args.get("nodenames") or [])
-        uid = pod.get("metadata", {}).get("uid", "")
+        pod, names, uid = await _extender_args(request)
         cached = self.last.get(uid)
         results = cached[0] if cached else None
         try:
@@ -190,6 +184,14 @@ class Extender:
             ]
         )
         return application
+
+
+async def _extender_args(request: web.Request) -> tuple[dict[str, Any], list[str], str]:
+    """kube-scheduler's ExtenderArgs (node names only: nodeCacheCapable): the pod, names, pod uid."""
+    args = orjson.loads(await request.read())
+    pod = args.get("Pod") or args.get("pod") or {}
+    names = list(args.get("NodeNames") or args.get("nodenames") or [])
+    return pod, names, pod.get("metadata", {}).get("uid", "")
 
 
 def _json(body: object) -> web.Response:

@@ -26,7 +26,7 @@ from schedhook.placement.podpolicy import (
     parse_annotation,
 )
 from schedhook.placement.score import LEAST_ALLOCATED, node_score
-from schedhook.placement.table import Ints, NodeTable, eligible_pod
+from schedhook.placement.table import Ints, NodeTable, eligible_pod, show_quantity
 from schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
 
 
@@ -92,12 +92,8 @@ def shortfall(pod: Pod, node: NodeTopology) -> str:
             best = max((z.available.get(resource, Decimal(0)) for z in node.zones), default=Decimal(0))
             reported = any(resource in z.available for z in node.zones)
             if reported and amount > best:
-                return f"{resource} {_show(amount)} requested, best zone has {_show(best)} available"
+                return f"{resource} {show_quantity(amount)} requested, best zone has {show_quantity(best)} available"
     return ""
-
-
-def _show(value: Decimal) -> str:
-    return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
 
 
 def _edges(appgroup: AppGroup) -> list[Edge]:
@@ -116,8 +112,10 @@ def _edges(appgroup: AppGroup) -> list[Edge]:
 class Results:
     """One pod against many nodes, column by column (the extender answers thousands of nodes per call)."""
 
-    def __init__(self, names: Sequence[str], table: NodeTable, rows: Ints) -> None:
+    def __init__(self, names: Sequence[str], table: NodeTable, rows: Ints, pod: Pod) -> None:
         count = len(names)
+        self.pod = pod
+        """The pod as evaluated (parsed once)."""
         self.names = list(names)
         self.table = table
         self.rows = rows
@@ -199,7 +197,7 @@ def evaluate(
         snapshot.table.sync(snapshot.nrts)
     table = snapshot.table
     rows = table.rows(candidates)
-    results = Results(candidates, table, rows)
+    results = Results(candidates, table, rows, pod)
     try:
         pod_policy = parse_annotation((meta.get("annotations") or {}).get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
         policy_error = ""

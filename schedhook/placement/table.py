@@ -269,16 +269,17 @@ class NodeTable:
                 continue
             best = self.available[rows[rejected], :, column].max(axis=1)
             short = self.in_available[rows[rejected], column] & (milli(amount, ROUND_CEILING) > best)
-            head = f"{resource} {_show(amount)} requested, best zone has "
+            head = f"{resource} {show_quantity(amount)} requested, best zone has "
             for i, value in zip(rejected[short].tolist(), best[short].tolist(), strict=True):
                 if i not in out:
                     if value not in shown:
-                        shown[value] = _show(Decimal(value) / 1000)
+                        shown[value] = show_quantity(Decimal(value) / 1000)
                     out[i] = f"{head}{shown[value]} available"
         return out
 
 
-def _show(value: Decimal) -> str:
+def show_quantity(value: Decimal) -> str:
+    """``6``, ``0.5``: how reasons print a quantity."""
     return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
 
 

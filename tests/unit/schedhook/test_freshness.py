@@ -10,6 +10,7 @@ from apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from schedhook.cache import ClusterCache, Reservation
 from schedhook.placement.freshness import accounted, exclusive
 from schedhook.placement.numa import Pod, pod_from_spec
+from schedhook.placement.objects import placed_pod
 
 
 def pod(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Pod:
@@ -82,14 +83,14 @@ def _bound(name: str) -> dict[str, Any]:
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
     cache = ClusterCache(api=None, weights_name="NetperfCosts")
     cache.objects["nrts"]["/n"] = _nrt("1", [("ns", "old")])
-    cache._track_pod("ns/old", _bound("old"))
+    cache._track_pod("ns/old", _bound("old"), placed_pod(_bound("old")))
     cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
     assert [r.pod for r in cache._live_reservations()] == ["uid-new"]  # our view has not seen the bind
-    cache._track_pod("ns/new", _bound("new"))
+    cache._track_pod("ns/new", _bound("new"), placed_pod(_bound("new")))
     cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
     assert [r.pod for r in cache._live_reservations()] == ["uid-new"]
     cache.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
-    cache._track_pod("ns/newer", _bound("newer"))
+    cache._track_pod("ns/newer", _bound("newer"), placed_pod(_bound("newer")))
     cache.objects["nrts"]["/n"] = _nrt("2", [("ns", "old"), ("ns", "new")])  # one bind behind
     assert [r.pod for r in cache._live_reservations()] == ["uid-newer"]
     cache.objects["nrts"]["/n"] = _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")])

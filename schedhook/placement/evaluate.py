@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.appgroup import AppGroup
 from apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
@@ -120,7 +121,10 @@ class Results:
         self.table = table
         self.rows = rows
         self.fit = np.ones(count, dtype=np.bool_)
-        self.reasons: dict[int, str] = {}
+        self.reason = np.full(count, -1, dtype=np.int64)
+        """Why each rejected node fails, as a position in ``texts`` (-1: it fits)."""
+        self.texts: list[str] = []
+        self._text_ids: dict[str, int] = {}
         self.numa_score = np.zeros(count, dtype=np.int64)
         self.has_numa = np.zeros(count, dtype=np.bool_)
         self.network_score: dict[int, int] = {}
@@ -130,11 +134,34 @@ class Results:
         self.explicit: dict[int, list[int]] = {}
         """Predicted NUMA ids of nodes answered one by one."""
         self._fitting: list[str] | None = None
+        self._names: npt.NDArray[np.object_] | None = None
+
+    def _text_id(self, reason: str) -> int:
+        found = self._text_ids.get(reason)
+        if found is None:
+            found = self._text_ids[reason] = len(self.texts)
+            self.texts.append(reason)
+        return found
 
     def fail(self, i: int, reason: str) -> None:
-        self.fit[i] = False
-        self.reasons[i] = reason
+        self.fail_many(np.array([i], dtype=np.int64), [reason], np.zeros(1, dtype=np.int64))
+
+    def fail_many(self, which: Ints, reasons: Sequence[str], of: Ints) -> None:
+        """Reject nodes ``which``, the k-th for ``reasons[of[k]]`` (thousands of nodes share a few reasons)."""
+        ids = np.array([self._text_id(r) for r in reasons], dtype=np.int64)
+        self.fit[which] = False
+        self.reason[which] = ids[of]
         self._fitting = None
+
+    def reason_of(self, i: int) -> str:
+        code = int(self.reason[i])
+        return self.texts[code] if code >= 0 else ""
+
+    def name_array(self) -> "npt.NDArray[np.object_]":
+        if self._names is None:
+            self._names = np.empty(len(self.names), dtype=object)
+            self._names[:] = self.names
+        return self._names
 
     def numa_ids(self, i: int) -> list[int]:
         if not self.fit[i]:
@@ -150,15 +177,15 @@ class Results:
 
     def fitting(self) -> list[str]:
         if self._fitting is None:
-            self._fitting = [self.names[i] for i in np.flatnonzero(self.fit).tolist()]
+            self._fitting = self.name_array()[self.fit].tolist()
         return self._fitting
 
     def scores_of(self, names: Sequence[str]) -> list[int]:
         """Total scores of ``names`` (each a candidate), in their order."""
-        if list(names) == self.names:
-            return [int(s) for s in self.score.tolist()]
-        if list(names) == self.fitting():  # the usual call: prioritize after filter
-            return [int(s) for s in self.score[self.fit].tolist()]
+        if names == self.fitting():  # the usual call: prioritize after filter
+            return self.score[self.fit].tolist()  # type: ignore[no-any-return]
+        if names == self.names:
+            return self.score.tolist()
         position = {n: i for i, n in enumerate(self.names)}
         return [int(self.score[position[n]]) for n in names]
 
@@ -169,7 +196,7 @@ class Results:
         return NodeResult(
             node=self.names[i],
             fit=bool(self.fit[i]),
-            reason=self.reasons.get(i, ""),
+            reason=self.reason_of(i),
             numa_zones=self.zones(i),
             scores=scores,
             score=int(self.score[i]),
@@ -205,8 +232,8 @@ def evaluate(
         pod_policy, policy_error = parse_annotation(None), f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
 
     if policy_error:
-        for i in range(len(candidates)):
-            results.fail(i, policy_error)
+        everyone = np.arange(len(candidates), dtype=np.int64)
+        results.fail_many(everyone, [policy_error], np.zeros(len(candidates), dtype=np.int64))
         return results
     columnar = np.zeros(len(candidates), dtype=np.bool_)
     if (
@@ -235,20 +262,18 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
     table = results.table
     answer = table.answer(pod, results.rows[which], config.numa_strategy, config.resource_weights)
     rejected = np.flatnonzero(~answer.admitted)
-    failed = which[rejected]
-    results.fit[failed] = False
-    head = {
-        True: "cannot align pod on one NUMA zone",
-        False: f"cannot align container {pod.containers[0].name} on one NUMA zone",
-    }
-    pod_scope = table.pod_scope[results.rows[failed]].tolist()
-    said: dict[tuple[bool, str | None], str] = {}  # a few distinct reasons among thousands of nodes
-    for k, i, scoped in zip(rejected.tolist(), failed.tolist(), pod_scope, strict=True):
-        detail = answer.shortfall.get(k)
-        reason = said.get((scoped, detail))
-        if reason is None:
-            reason = said[(scoped, detail)] = f"{head[scoped]}: {detail}" if detail else head[scoped]
-        results.reasons[i] = reason
+    if len(rejected):
+        failed = which[rejected]
+        # One reason per (scope, shortfall) pair, not per node.
+        scoped = table.pod_scope[results.rows[failed]].astype(np.int64)
+        pairs, of = np.unique((answer.shortfall[rejected] + 1) * 2 + scoped, return_inverse=True)
+        reasons = []
+        for pair in pairs.tolist():
+            detail, pod_scope = divmod(pair, 2)
+            head = "cannot align pod" if pod_scope else f"cannot align container {pod.containers[0].name}"
+            head += " on one NUMA zone"
+            reasons.append(f"{head}: {answer.details[detail - 1]}" if detail else head)
+        results.fail_many(failed, reasons, of.reshape(-1))
     admitted = which[answer.admitted]
     results.zone[admitted] = answer.zone[answer.admitted]
     results.numa_score[admitted] = answer.score[answer.admitted]

@@ -37,8 +37,10 @@ class Answer:
     zone: Ints
     """The NUMA id the kubelet would use, or -1 when no request gets a hint (every zone)."""
     score: Ints
-    shortfall: dict[int, str]
-    """Rejected rows (by position): which request no zone can hold, when some zone reports it."""
+    shortfall: Ints
+    """Per row, a position in ``details`` (-1: none): for rejected rows, which request no zone can
+    hold, when some zone reports it."""
+    details: list[str]
 
 
 class NodeTable:
@@ -220,7 +222,8 @@ class NodeTable:
             score = self._score(request, available, hinted, picked, first, valid, strategy, weights)
         else:
             score = np.full(count, MAX_SCORE, dtype=np.int64)
-        return Answer(admitted=admitted, zone=zone, score=score, shortfall=self._shortfall(request, rows, admitted))
+        shortfall, details = self._shortfall(request, rows, admitted)
+        return Answer(admitted=admitted, zone=zone, score=score, shortfall=shortfall, details=details)
 
     def _score(
         self,
@@ -257,25 +260,24 @@ class NodeTable:
             weight_sum += weight
         return total // weight_sum
 
-    def _shortfall(self, request: Mapping[str, Decimal], rows: Ints, admitted: Bools) -> dict[int, str]:
-        out: dict[int, str] = {}
-        rejected = np.flatnonzero(~admitted)
-        if not len(rejected):
-            return out
-        shown: dict[int, str] = {}  # few distinct values: format each once
-        for resource, amount in request.items():
+    def _shortfall(self, request: Mapping[str, Decimal], rows: Ints, admitted: Bools) -> tuple[Ints, list[str]]:
+        detail = np.full(len(rows), -1, dtype=np.int64)
+        details: list[str] = []
+        open_ = np.flatnonzero(~admitted)
+        for resource, amount in request.items():  # the first short request (in request order) is named
             column = self.columns.get(resource)
-            if column is None:
+            if column is None or not len(open_):
                 continue
-            best = self.available[rows[rejected], :, column].max(axis=1)
-            short = self.in_available[rows[rejected], column] & (milli(amount, ROUND_CEILING) > best)
+            best = self.available[rows[open_], :, column].max(axis=1)
+            short = self.in_available[rows[open_], column] & (milli(amount, ROUND_CEILING) > best)
+            if not short.any():
+                continue
+            values, of = np.unique(best[short], return_inverse=True)  # a few distinct values among many rows
+            detail[open_[short]] = len(details) + of.reshape(-1)
             head = f"{resource} {show_quantity(amount)} requested, best zone has "
-            for i, value in zip(rejected[short].tolist(), best[short].tolist(), strict=True):
-                if i not in out:
-                    if value not in shown:
-                        shown[value] = show_quantity(Decimal(value) / 1000)
-                    out[i] = f"{head}{shown[value]} available"
-        return out
+            details.extend(f"{head}{show_quantity(Decimal(v) / 1000)} available" for v in values.tolist())
+            open_ = open_[~short]
+        return detail, details
 
 
 def show_quantity(value: Decimal) -> str:

@@ -30,6 +30,7 @@ from schedhook.placement.objects import links_of, node_view, placed_pod
 from schedhook.placement.table import NodeTable
 
 logger = logging.getLogger(__name__)
+BASE_KINDS = ("nodes", "nrts", "appgroups", "networktopologies")
 
 
 @dataclass
@@ -60,6 +61,10 @@ class ClusterCache:
         self.nrt_updated: dict[str, float] = {}
         self.reservations: dict[str, Reservation] = {}
         """By pod uid, oldest first."""
+        self._held: dict[str, dict[str, Reservation]] = {}
+        """The same by node."""
+        self._recheck: set[str] | None = None
+        """Nodes whose NRT or pods changed since their reservations were last checked (None: all)."""
         self.settle = 1.0
         """Without a fingerprint on the NRT: an update received this long after a bind releases it."""
         self._pods_on: dict[str, dict[str, tuple[str, str, Pod]]] = {}
@@ -71,14 +76,15 @@ class ClusterCache:
         self._synced_kinds: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
-        self._versions: dict[str, int] = {}
-        self._placed: dict[str, Placed | None] = {}
-        self._base: tuple[tuple[int, ...], Snapshot] | None = None
+        self._dirty: dict[str, set[str] | None] = {kind: None for kind in BASE_KINDS}
+        """Per kind, the keys changed since the base snapshot was last brought up to date (None: all)."""
+        self._placed: dict[str, Placed] = {}
+        self._base: Snapshot | None = None
+        self._allocatable: dict[str, dict[str, Decimal]] = {}
+        self._appgroup_keys: dict[str, tuple[str, str]] = {}
         self._views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
         """node -> (NRT view, the reservations held on it, the view minus them)."""
         self.table = NodeTable()
-        self._synced: tuple[int, tuple[tuple[str, int], ...]] | None = None
-        self._base_builds = 0
 
     def start(self) -> None:
         core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
@@ -101,43 +107,17 @@ class ClusterCache:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
-        store = self.objects[kind]
         extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
         backoff = 1.0
         while True:
             try:
                 listed = await lister(_preload_content=False, **extra)
                 body = orjson.loads(await listed.read())
-                store.clear()
-                for item in body.get("items", []):
-                    store[_key(item)] = item
-                self._changed(kind)
-                if kind == "pods":
-                    self._placed = {k: placed_pod(v) for k, v in store.items()}
-                    self._pods_on, self._pod_node = {}, {}
-                    for k, v in store.items():
-                        self._track_pod(k, v, self._placed[k])
+                self.listed(kind, body.get("items", []))
                 self._mark_synced(kind)
                 version = body["metadata"]["resourceVersion"]
                 async for event in _watch(lister, version, extra):
-                    obj = event["object"]
-                    key = _key(obj)
-                    if event["type"] == "DELETED":
-                        store.pop(key, None)
-                        if kind == "pods":
-                            self._placed.pop(key, None)
-                            self._track_pod(key, None, None)
-                    elif event["type"] in ("ADDED", "MODIFIED"):
-                        old = store.get(key)
-                        store[key] = obj
-                        if kind == "nodes" and old is not None and _node_signature(old) == _node_signature(obj):
-                            continue  # a heartbeat: nothing placement reads has changed
-                        if kind == "nrts":
-                            self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
-                        if kind == "pods":
-                            placed = self._placed[key] = placed_pod(obj)
-                            self._track_pod(key, obj, placed)
-                    self._changed(kind)
+                    self.event(kind, event["type"], event["object"])
                 backoff = 1.0
             except asyncio.CancelledError:
                 raise
@@ -146,12 +126,60 @@ class ClusterCache:
                 await asyncio.sleep(backoff)
                 backoff = min(30.0, backoff * 2)
 
-    def _track_pod(self, key: str, pod: dict[str, Any] | None, placed: Placed | None) -> None:
-        """Keep the node -> pods index (for fingerprints) in step; a pod's spec is parsed once."""
+    def listed(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """Replace every object of ``kind`` (a list, on start and after a failed watch)."""
+        store = self.objects[kind]
+        store.clear()
+        for item in items:
+            store[_key(item)] = item
+        if kind in BASE_KINDS:
+            self._dirty[kind] = None
+        if kind == "pods":
+            self._placed, self._pods_on, self._pod_node = {}, {}, {}
+            for k, v in store.items():
+                self._place(k, v)
+        if kind in ("nrts", "pods"):
+            self._recheck = None
+
+    def event(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+        """Apply one watch event (ADDED, MODIFIED or DELETED) to the cache."""
+        store = self.objects[kind]
+        key = _key(obj)
+        if type_ == "DELETED":
+            store.pop(key, None)
+            self._parse_cache.get(kind, {}).pop(key, None)
+            if kind == "pods":
+                self._place(key, None)
+        elif type_ in ("ADDED", "MODIFIED"):
+            old = store.get(key)
+            store[key] = obj
+            if kind == "nodes" and old is not None and _node_signature(old) == _node_signature(obj):
+                return  # a heartbeat: nothing placement reads has changed
+            if kind == "nrts":
+                self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
+                self._check_again(obj["metadata"]["name"])
+            if kind == "pods":
+                self._place(key, obj)
+        else:
+            return
+        dirty = self._dirty.get(kind)
+        if dirty is not None:
+            dirty.add(key)
+
+    def _place(self, key: str, pod: dict[str, Any] | None) -> None:
+        """Keep the bound pods and the node -> pods index (for fingerprints) in step."""
+        placed = placed_pod(pod) if pod is not None else None
+        if placed is None:
+            self._placed.pop(key, None)
+        else:
+            self._placed[key] = placed
         node = placed.node if placed is not None else None
         before = self._pod_node.get(key)
         if before == node:
             return
+        for changed in (before, node):
+            if changed is not None:
+                self._check_again(changed)
         if before is not None:
             self._pods_on.get(before, {}).pop(key, None)
             self._pods_version[before] = self._pods_version.get(before, 0) + 1
@@ -180,97 +208,144 @@ class ClusterCache:
         entry = pods.get(key)  # absent: our own view has not seen the bind yet
         return entry is not None and (entry[0], entry[1]) in cached[1]
 
-    def _changed(self, kind: str) -> None:
-        self._versions[kind] = self._versions.get(kind, 0) + 1
-
     def _mark_synced(self, kind: str) -> None:
         self._synced_kinds.add(kind)
         if len(self._synced_kinds) == len(self.objects):
             self.synced.set()
 
+    def _check_again(self, node: str) -> None:
+        if self._recheck is not None and node in self._held:
+            self._recheck.add(node)
+
     def reserve(self, reservation: Reservation) -> None:
         """Hold a bound pod's request (replacing an earlier one of the same pod)."""
-        self.reservations.pop(reservation.pod, None)
+        self.release(reservation.pod)
         self.reservations[reservation.pod] = reservation
+        self._held.setdefault(reservation.node, {})[reservation.pod] = reservation
+        self._check_again(reservation.node)
 
     def release(self, pod_uid: str) -> None:
-        self.reservations.pop(pod_uid, None)
+        r = self.reservations.pop(pod_uid, None)
+        if r is not None:
+            held = self._held[r.node]
+            del held[pod_uid]
+            if not held:
+                del self._held[r.node]
 
     def _live_reservations(self) -> list[Reservation]:
         """Drop reservations the NRT now accounts for: by the pods fingerprint when the NRT has one,
-        else by an update received ``settle`` seconds after the bind; or after the timeout."""
+        else by an update received ``settle`` seconds after the bind; or after the timeout. Only
+        nodes whose NRT or pods changed since the last call are looked at again."""
         now = time.monotonic()
-        for uid, r in list(self.reservations.items()):
-            if now - r.since >= self.reservation_timeout:
-                del self.reservations[uid]
-                continue
-            matched = self._nrt_accounts(r.node, r.key)
-            if matched is None:
-                matched = self.nrt_updated.get(r.node, 0) >= r.since + self.settle
-            if matched:
-                del self.reservations[uid]
+        expired = []
+        for uid, r in self.reservations.items():  # oldest first
+            if now - r.since < self.reservation_timeout:
+                break
+            expired.append(uid)
+        for uid in expired:
+            self.release(uid)
+        nodes = list(self._held) if self._recheck is None else [n for n in self._recheck if n in self._held]
+        self._recheck = set()
+        for node in nodes:
+            for uid, r in list(self._held[node].items()):
+                matched = self._nrt_accounts(r.node, r.key)
+                if matched is None:
+                    matched = self.nrt_updated.get(r.node, 0) >= r.since + self.settle
+                if matched:
+                    self.release(uid)
         return list(self.reservations.values())
 
     def snapshot(self, exclude: str = "") -> Snapshot:
         """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``).
 
-        Nodes, NRTs, AppGroups and NetworkTopologies are assembled again only after one of
-        them changed (parsed objects are cached by resourceVersion); bound pods are kept
-        parsed as their events arrive; a node's view minus its reservations is kept until
-        either changes. A filter call then costs a few dict copies and a table sync.
+        The parsed objects are patched only where watch events changed them, a node's view
+        minus its reservations is kept until either changes, and only table rows of nodes
+        whose view changed are refilled: a filter call's cost follows the changes since the
+        last call, not the size of the cluster.
         """
-        base = self._base_snapshot()
+        base, changed = self._base_snapshot()
         nrts = dict(base.nrts)
-        by_node: dict[str, list[Reservation]] = {}
-        for r in self._live_reservations():
-            if r.pod != exclude and r.node in nrts:
-                by_node.setdefault(r.node, []).append(r)
+        self._live_reservations()
         views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
-        for node_name, held in by_node.items():
+        for node_name, by_uid in self._held.items():
+            held = tuple(r for r in by_uid.values() if r.pod != exclude)
+            if not held or node_name not in nrts:
+                continue
             cached = self._views.get(node_name)
-            if cached is None or cached[0] is not nrts[node_name] or cached[1] != tuple(held):
-                cached = (nrts[node_name], tuple(held), _minus(nrts[node_name], held))
+            if cached is None or cached[0] is not nrts[node_name] or cached[1] != held:
+                cached = (nrts[node_name], held, _minus(nrts[node_name], held))
             views[node_name] = cached
             nrts[node_name] = cached[2]
-        self._views = views
-        # The views are alive in self._views, so their ids cannot be reused while compared.
-        synced = (self._base_builds, tuple((n, id(v[2])) for n, v in views.items()))
-        if synced != self._synced:  # else the table already holds exactly these objects
+        if changed is None:
             self.table.sync(nrts)
-            self._synced = synced
+        else:
+            # Rows to refill: changed NRTs, and nodes whose reservations were taken or given back.
+            changed.update(n for n in views.keys() ^ self._views.keys())
+            changed.update(n for n, v in views.items() if v is not self._views.get(n))
+            self.table.update(nrts, changed)
+        self._views = views
         return Snapshot(
             locations=base.locations,
             nrts=nrts,
             appgroups=base.appgroups,
             links=base.links,
-            placed=[p for p in self._placed.values() if p is not None],
+            placed=list(self._placed.values()),
             table=self.table,
         )
 
-    def _base_snapshot(self) -> Snapshot:
-        key = tuple(self._versions.get(k, 0) for k in ("nodes", "nrts", "appgroups", "networktopologies"))
-        if self._base is not None and self._base[0] == key:
-            return self._base[1]
-        snap = Snapshot()
-        allocatable: dict[str, dict[str, Decimal]] = {}
-        for node_key, node_body in self.objects["nodes"].items():
-            name = node_body["metadata"]["name"]
-            location, node_allocatable = self._parsed("nodes", node_key, node_body, node_view)
-            snap.locations[name] = location
-            allocatable[name] = node_allocatable
-        for nrt_key, body in self.objects["nrts"].items():
-            name = body["metadata"]["name"]
-            node_allocatable = allocatable.get(name, {})
-            extra = tuple(sorted(node_allocatable.items()))
-            snap.nrts[name] = self._parsed("nrts", nrt_key, body, _nrt_view(node_allocatable), extra=extra)
-        for ag_key, body in self.objects["appgroups"].items():
-            ag = self._parsed("appgroups", ag_key, body, AppGroup.model_validate)
-            snap.appgroups[(ag.namespace or "default", ag.name)] = ag
-        for nt_key, body in self.objects["networktopologies"].items():
-            snap.links.update(self._parsed("networktopologies", nt_key, body, self._links))
-        self._base = (key, snap)
-        self._base_builds += 1
-        return snap
+    def _base_snapshot(self) -> tuple[Snapshot, set[str] | None]:
+        """Parsed nodes, NRTs, AppGroups and NetworkTopologies, patched where they changed; and
+        the names of the NRTs whose view changed (None: any may have)."""
+        dirty, self._dirty = self._dirty, {kind: set() for kind in BASE_KINDS}
+        snap = self._base
+        if snap is None or dirty["nodes"] is None or dirty["nrts"] is None:
+            snap = self._base = Snapshot()
+            self._allocatable, self._appgroup_keys = {}, {}
+            dirty = dict.fromkeys(BASE_KINDS)
+            nodes: set[str] | None = None
+            nrts: set[str] | None = None
+            changed: set[str] | None = None
+        else:
+            nodes, nrts, changed = dirty["nodes"], set(dirty["nrts"]), set()
+        for key in self.objects["nodes"] if nodes is None else nodes:
+            name = key.partition("/")[2]
+            body = self.objects["nodes"].get(key)
+            if body is None:
+                snap.locations.pop(name, None)
+                self._allocatable.pop(name, None)
+            else:
+                snap.locations[name], self._allocatable[name] = self._parsed("nodes", key, body, node_view)
+            if nrts is not None:
+                nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
+        for key in self.objects["nrts"] if nrts is None else nrts:
+            name = key.partition("/")[2]
+            body = self.objects["nrts"].get(key)
+            if body is None:
+                snap.nrts.pop(name, None)
+            else:
+                node_allocatable = self._allocatable.get(name, {})
+                extra = tuple(sorted(node_allocatable.items()))
+                snap.nrts[name] = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+            if changed is not None:
+                changed.add(name)
+        appgroups = dirty["appgroups"]
+        if appgroups is None:  # listed again: some may be gone without an event
+            snap.appgroups, self._appgroup_keys = {}, {}
+            appgroups = set(self.objects["appgroups"])
+        for key in appgroups:
+            body = self.objects["appgroups"].get(key)
+            old = self._appgroup_keys.pop(key, None)
+            if old is not None:
+                snap.appgroups.pop(old, None)
+            if body is not None:
+                ag = self._parsed("appgroups", key, body, AppGroup.model_validate)
+                self._appgroup_keys[key] = (ag.namespace or "default", ag.name)
+                snap.appgroups[self._appgroup_keys[key]] = ag
+        if dirty["networktopologies"] is None or dirty["networktopologies"]:
+            snap.links = {}
+            for nt_key, body in self.objects["networktopologies"].items():
+                snap.links.update(self._parsed("networktopologies", nt_key, body, self._links))
+        return snap, changed
 
     def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
         return links_of(NetworkTopology.model_validate(body), self.weights_name)
@@ -316,7 +391,7 @@ def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]]
     return build
 
 
-def _minus(node: NodeTopology, held: list[Reservation]) -> NodeTopology:
+def _minus(node: NodeTopology, held: tuple[Reservation, ...]) -> NodeTopology:
     """The node with its reservations taken from their zones (lowest NUMA id first), in one copy."""
     available = {z.numa: dict(z.available) for z in node.zones}
     for r in held:

@@ -9,7 +9,8 @@ thousandths (requests rounded up, capacities down), so comparisons and score div
 The table is kept between calls: ``sync`` rebuilds only the rows whose NodeTopology object changed.
 """
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
@@ -23,6 +24,8 @@ from schedhook.placement.topologymanager import SINGLE_NUMA_NODE
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
+MEMO_SHAPES = 32
+"""Pod shapes whose answers a table keeps (least recently used dropped first)."""
 
 
 def milli(value: Decimal, rounding: str = ROUND_FLOOR) -> int:
@@ -65,6 +68,7 @@ class NodeTable:
         "cpu_static",
         "memory_static",
         "pod_scope",
+        "version",
     )
 
     def _allocate(self, rows: int, zones: int, resources: int) -> None:
@@ -80,16 +84,26 @@ class NodeTable:
         self.cpu_static = np.zeros(rows, dtype=np.bool_)
         self.memory_static = np.zeros(rows, dtype=np.bool_)
         self.pod_scope = np.zeros(rows, dtype=np.bool_)
+        self.version = np.zeros(rows, dtype=np.int64)
+        """Bumped whenever a row is refilled or vacated: memoised answers of other rows stay valid."""
+        self._memo: OrderedDict[tuple[object, ...], _Memo] = OrderedDict()
 
     def sync(self, nodes: Mapping[str, NodeTopology]) -> None:
         """Follow ``nodes``: changed objects refill their row, new names take a free row (or a new
         one), vanished names free theirs; only a zone count or resource never seen rebuilds."""
-        if len(nodes) != len(self.index) or nodes.keys() != self.index.keys():
-            for name in [n for n in self.index if n not in nodes]:
-                self._vacate(self.index.pop(name))
-            self._rows_of = None
-        for name, node in nodes.items():
+        gone = [n for n in self.index if n not in nodes] if nodes.keys() != self.index.keys() else []
+        self.update(nodes, [*gone, *nodes])
+
+    def update(self, nodes: Mapping[str, NodeTopology], names: Iterable[str]) -> None:
+        """Like ``sync`` when only ``names`` can have changed (been added, replaced or removed)."""
+        for name in names:
+            node = nodes.get(name)
             i = self.index.get(name)
+            if node is None:
+                if i is not None:
+                    self._vacate(self.index.pop(name))
+                    self._rows_of = None
+                continue
             if i is not None and self.nodes[i] is node:
                 continue
             if len(node.zones) > self.numa.shape[1] or any(
@@ -101,6 +115,7 @@ class NodeTable:
                 i = self._free_row()
                 self.index[name] = i
                 self.names[i] = name
+                self._rows_of = None
             self.nodes[i] = node
             self._fill(i, node)
 
@@ -109,6 +124,7 @@ class NodeTable:
         self.nodes[i] = None
         self.numa[i] = -1
         self.single_numa[i] = False
+        self.version[i] += 1
         self._free.append(i)
 
     def _free_row(self) -> int:
@@ -123,6 +139,7 @@ class NodeTable:
                 new[:rows] = old
                 setattr(self, attribute, new)
             self.numa[rows:] = -1
+            self._memo.clear()
         self.names.append("")
         self.nodes.append(None)
         return rows
@@ -164,6 +181,7 @@ class NodeTable:
         self.cpu_static[i] = node.cpu_manager == "static"
         self.memory_static[i] = node.memory_manager == "Static"
         self.pod_scope[i] = node.scope == "pod"
+        self.version[i] += 1
 
     def rows(self, names: Sequence[str]) -> Ints:
         """Row of each name (-1: not in the table); the last answer is kept, as candidates repeat."""
@@ -178,7 +196,37 @@ class NodeTable:
         return [int(n) for n in self.numa[row] if n >= 0]
 
     def answer(self, pod: Pod, rows: Ints, strategy: str, weights: Mapping[str, int]) -> Answer:
-        """Admission under single-numa-node, the zone and the score, for ``rows`` (all eligible)."""
+        """Admission under single-numa-node, the zone and the score, for ``rows`` (all eligible).
+
+        Pods of one workload ask the same thing over and over, and between two of them only a few
+        rows change (a bind's reservation, an NRT update). So the answer for every row is kept
+        per pod shape, and only rows whose version moved are computed again.
+        """
+        request = container_request(pod.containers[0])
+        key = (tuple(sorted(request.items())), pod.qos, strategy, tuple(sorted(weights.items())))
+        memo = self._memo.get(key)
+        if memo is None:
+            everything = np.arange(self.numa.shape[0], dtype=np.int64)
+            memo = _Memo(self.version.copy(), self._compute(pod, everything, strategy, weights))
+            self._memo[key] = memo
+            while len(self._memo) > MEMO_SHAPES:
+                self._memo.popitem(last=False)
+        else:
+            self._memo.move_to_end(key)
+            dirty = np.flatnonzero(memo.version != self.version)
+            if len(dirty):
+                memo.patch(dirty, self._compute(pod, dirty, strategy, weights))
+                memo.version[dirty] = self.version[dirty]
+        whole = memo.answer
+        return Answer(
+            admitted=whole.admitted[rows],
+            zone=whole.zone[rows],
+            score=whole.score[rows],
+            shortfall=whole.shortfall[rows],
+            details=whole.details,
+        )
+
+    def _compute(self, pod: Pod, rows: Ints, strategy: str, weights: Mapping[str, int]) -> Answer:
         count = len(rows)
         numa = self.numa[rows]
         valid = numa >= 0
@@ -278,6 +326,30 @@ class NodeTable:
             details.extend(f"{head}{show_quantity(Decimal(v) / 1000)} available" for v in values.tolist())
             open_ = open_[~short]
         return detail, details
+
+
+class _Memo:
+    """Answers for every row of the table for one pod shape, with the row versions they saw."""
+
+    def __init__(self, version: Ints, answer: Answer) -> None:
+        self.version = version
+        self.answer = answer
+        self._detail_ids = {text: i for i, text in enumerate(answer.details)}
+
+    def patch(self, rows: Ints, fresh: Answer) -> None:
+        whole = self.answer
+        whole.admitted[rows] = fresh.admitted
+        whole.zone[rows] = fresh.zone
+        whole.score[rows] = fresh.score
+        ids = np.array([self._detail_id(text) for text in fresh.details] + [-1], dtype=np.int64)
+        whole.shortfall[rows] = ids[fresh.shortfall]  # -1 picks the trailing -1
+
+    def _detail_id(self, text: str) -> int:
+        found = self._detail_ids.get(text)
+        if found is None:
+            found = self._detail_ids[text] = len(self.answer.details)
+            self.answer.details.append(text)
+        return found
 
 
 def show_quantity(value: Decimal) -> str:

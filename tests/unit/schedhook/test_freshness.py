@@ -10,7 +10,6 @@ from apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from schedhook.cache import ClusterCache, Reservation
 from schedhook.placement.freshness import accounted, exclusive
 from schedhook.placement.numa import Pod, pod_from_spec
-from schedhook.placement.objects import placed_pod
 
 
 def pod(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Pod:
@@ -82,27 +81,37 @@ def _bound(name: str) -> dict[str, Any]:
 
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
     cache = ClusterCache(api=None, weights_name="NetperfCosts")
-    cache.objects["nrts"]["/n"] = _nrt("1", [("ns", "old")])
-    cache._track_pod("ns/old", _bound("old"), placed_pod(_bound("old")))
+    cache.listed("nrts", [_nrt("1", [("ns", "old")])])
+    cache.event("pods", "ADDED", _bound("old"))
     cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
     assert [r.pod for r in cache._live_reservations()] == ["uid-new"]  # our view has not seen the bind
-    cache._track_pod("ns/new", _bound("new"), placed_pod(_bound("new")))
+    cache.event("pods", "ADDED", _bound("new"))
     cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
     assert [r.pod for r in cache._live_reservations()] == ["uid-new"]
     cache.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
-    cache._track_pod("ns/newer", _bound("newer"), placed_pod(_bound("newer")))
-    cache.objects["nrts"]["/n"] = _nrt("2", [("ns", "old"), ("ns", "new")])  # one bind behind
+    cache.event("pods", "ADDED", _bound("newer"))
+    cache.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
     assert [r.pod for r in cache._live_reservations()] == ["uid-newer"]
-    cache.objects["nrts"]["/n"] = _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")])
+    cache.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
     assert cache._live_reservations() == []
 
 
 def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
     cache = ClusterCache(api=None, weights_name="NetperfCosts")
-    cache.objects["nrts"]["/n"] = _nrt("1", None)
-    bound_at = time.monotonic()
-    cache.reserve(Reservation("u", "n", (0,), {"cpu": Decimal(2)}, since=bound_at, key="ns/p"))
-    cache.nrt_updated["n"] = bound_at + 0.5  # may have been computed before the kubelet saw the pod
-    assert len(cache._live_reservations()) == 1
-    cache.nrt_updated["n"] = bound_at + 1.5
-    assert cache._live_reservations() == []
+    cache.listed("nrts", [_nrt("1", None)])
+    now = time.monotonic()
+    # Bound 0.5 s before the update: the NRT may have been computed before the kubelet saw the pod.
+    cache.reserve(Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key="ns/recent"))
+    cache.reserve(Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key="ns/settled"))
+    assert len(cache._live_reservations()) == 2  # no update since the binds
+    cache.event("nrts", "MODIFIED", _nrt("2", None))
+    assert [r.pod for r in cache._live_reservations()] == ["recent"]
+
+
+def test_reservations_time_out_oldest_first() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts", reservation_timeout=10.0)
+    now = time.monotonic()
+    for uid, age in (("old", 11.0), ("older-but-renewed", 12.0), ("young", 1.0)):
+        cache.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
+    cache.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
+    assert [r.pod for r in cache._live_reservations()] == ["young", "older-but-renewed"]

@@ -1,27 +1,39 @@
 """Extender hot path: one pod against N nodes with two-NUMA NRTs.
 
-Two figures: the pure evaluation (``placement.evaluate``, columns over a synced table) and the
-extender over HTTP -- a client in a separate process posts kube-scheduler's filter and then
-prioritize requests (node names only, ``nodeCacheCapable``) and times each pair end to end, with
-the request bodies encoded beforehand so the client adds nothing but the socket.
+Two figures, each for two kinds of pod. The pure evaluation (``placement.evaluate``, columns over
+a synced table) and the extender over HTTP -- a client in a separate process posts kube-scheduler's
+filter and then prioritize requests (node names only, ``nodeCacheCapable``) and times each pair end
+to end, with the request bodies encoded beforehand so the client adds nothing but the socket.
+
+- "workload": the same pod shape again and again, as a Deployment's replicas arrive, while the
+  cluster changes underneath: between two pure evaluations one NRT changes; over HTTP a task
+  applies NRT updates and bind reservations at CHURN_PER_SECOND each, as watch events would.
+- "new shape": every call a pod with a request never seen before, so no memoised answer helps.
 """
 
 import asyncio
+import copy
 import gc
 import json
 import random
 import subprocess
 import sys
 import time
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from aiohttp import web
 
 from bench.stats import summary
-from schedhook.cache import ClusterCache
+from schedhook.cache import ClusterCache, Reservation
 from schedhook.placement.evaluate import Config, evaluate
 from schedhook.placement.objects import snapshot
 from schedhook.server import Extender
+
+CHURN_PER_SECOND = 200
+"""NRT updates (and as many bind reservations) per second during the HTTP runs: every node of
+5,000 updated every 25 s."""
 
 
 def nrt(name: str, rng: random.Random) -> dict[str, Any]:
@@ -53,27 +65,38 @@ def nrt(name: str, rng: random.Random) -> dict[str, Any]:
     return {"metadata": {"name": name}, "zones": zones, "attributes": attributes}
 
 
-POD = {
+POD: dict[str, Any] = {
     "metadata": {"name": "p", "namespace": "default", "uid": "u"},
     "spec": {
         "containers": [{"name": "app", "resources": {"limits": {"cpu": "8", "memory": "16Gi", "example.com/nic": "1"}}}]
     },
 }
 
+
+def shaped(i: int) -> dict[str, Any]:
+    """A pod whose request no earlier call made (a memory request of its own)."""
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["uid"] = f"u{i}"
+    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = f"{16384 + i}Mi"
+    return pod
+
+
 CLIENT = """
 import http.client, json, sys, time
 port, repeats = int(sys.argv[1]), int(sys.argv[2])
-filter_body = sys.stdin.buffer.read()
+bodies = json.loads(sys.stdin.buffer.read())
 conn = http.client.HTTPConnection("127.0.0.1", port)
 headers = {"Content-Type": "application/json"}
 out = []
 for i in range(repeats + 3):
+    body = bodies[i % len(bodies)]
+    filter_body = json.dumps(body).encode()
     t0 = time.perf_counter()
     conn.request("POST", "/filter", filter_body, headers)
     answer = conn.getresponse().read()
     t1 = time.perf_counter()
     fitting = json.loads(answer)["NodeNames"]
-    prioritize = json.dumps({"Pod": json.loads(filter_body)["Pod"], "NodeNames": fitting}).encode()
+    prioritize = json.dumps({"Pod": body["Pod"], "NodeNames": fitting}).encode()
     t2 = time.perf_counter()
     conn.request("POST", "/prioritize", prioritize, headers)
     conn.getresponse().read()
@@ -84,14 +107,29 @@ print(json.dumps(out))
 """
 
 
-async def _over_http(cache: ClusterCache, names: list[str], repeats: int) -> list[list[float]]:
+async def _churn(cache: ClusterCache, names: list[str], rng: random.Random) -> None:
+    """NRT updates and bind reservations arriving while the extender answers, as in a live cluster."""
+    version = 10**6
+    while True:
+        await asyncio.sleep(1 / CHURN_PER_SECOND)
+        name = rng.choice(names)
+        body = copy.deepcopy(cache.objects["nrts"][f"/{name}"])
+        version += 1
+        body["metadata"]["resourceVersion"] = str(version)
+        body["zones"][0]["resources"][0]["available"] = rng.randint(0, 32)
+        cache.event("nrts", "MODIFIED", body)
+        uid = f"bound-{version}"
+        cache.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
+
+
+async def _over_http(cache: ClusterCache, bodies: list[dict[str, Any]], repeats: int) -> list[list[float]]:
     extender = Extender(cache, api=None, config=Config(), bind_wait=0)
     runner = web.AppRunner(extender.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    body = json.dumps({"Pod": POD, "NodeNames": names}).encode()
+    churn = asyncio.create_task(_churn(cache, list(bodies[0]["NodeNames"]), random.Random(7)))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -101,9 +139,29 @@ async def _over_http(cache: ClusterCache, names: list[str], repeats: int) -> lis
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
-    out, _ = await proc.communicate(body)
+    out, _ = await proc.communicate(json.dumps(bodies).encode())
+    churn.cancel()
     await runner.cleanup()
     return json.loads(out)  # type: ignore[no-any-return]
+
+
+def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shape: bool) -> list[float]:
+    snap = snapshot(nrts=bodies)
+    evaluate(POD, names, snap, Config())  # the first call builds the table, as the extender's cache does once
+    assert snap.table is not None
+    rng = random.Random(5)
+    out = []
+    for i in range(repeats):
+        pod = shaped(i) if new_shape else POD
+        if not new_shape:  # one node's NRT changed since the last pod, as a bind's reservation does
+            name = rng.choice(names)
+            snap.nrts[name] = replace(snap.nrts[name])
+        t0 = time.perf_counter()
+        if not new_shape:
+            snap.table.update(snap.nrts, [name])
+        evaluate(pod, names, snap, Config())
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
 
 
 def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
@@ -111,35 +169,41 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     bodies = [nrt(f"n{i}", rng) for i in range(nodes)]
     for i, body in enumerate(bodies):
         body["metadata"]["resourceVersion"] = str(i)
-    snap = snapshot(nrts=bodies)
-    names = sorted(snap.nrts)
-    evaluate(POD, names, snap, Config())  # the first call builds the table, as the extender's cache does once
-    pure = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        results = evaluate(POD, list(names), snap, Config())
-        pure.append((time.perf_counter() - t0) * 1000)
-    fits = len(results.fitting())
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: objects are filled in below
-    cache.objects["nrts"] = {b["metadata"]["name"]: b for b in bodies}
+    names = sorted(b["metadata"]["name"] for b in bodies)
+    fits = len(evaluate(POD, names, snapshot(nrts=bodies), Config()).fitting())
+    pure = _pure(names, bodies, repeats, new_shape=False)
+    pure_new = _pure(names, bodies, repeats, new_shape=True)
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: events are applied below
+    cache.listed("nrts", bodies)
     cache.snapshot()
     gc.collect()
     gc.freeze()  # as the extender does once its cache has synced
-    pairs = asyncio.run(_over_http(cache, names, repeats))
+    workload = [{"Pod": POD, "NodeNames": names}]
+    pairs = asyncio.run(_over_http(cache, workload, repeats))
+    new_shapes = [{"Pod": shaped(i), "NodeNames": names} for i in range(repeats + 3)]
+    pairs_new = asyncio.run(_over_http(cache, new_shapes, repeats))
     # What kube-scheduler sends by default: it stops after finding max(100, 5% .. 50%) feasible
     # nodes (percentageOfNodesToScore adapts to 50 - nodes/125, at least 5%): 500 of 5,000.
     sample = max(100, nodes * max(5, 50 - nodes // 125) // 100)
-    sampled = asyncio.run(_over_http(cache, names[:: max(1, nodes // sample)][:sample], repeats))
+    sampled = [{"Pod": POD, "NodeNames": names[:: max(1, nodes // sample)][:sample]}]
+    pairs_sampled = asyncio.run(_over_http(cache, sampled, repeats))
     return {
         "nodes": nodes,
         "fitting": fits,
+        "churn_per_second": CHURN_PER_SECOND,
         "evaluate_ms": summary(pure, "ms"),
+        "evaluate_new_shape_ms": summary(pure_new, "ms"),
         "filter_ms": summary([f for f, _ in pairs], "ms"),
         "prioritize_ms": summary([p for _, p in pairs], "ms"),
         "filter_and_prioritize_ms": summary([f + p for f, p in pairs], "ms"),
+        "filter_and_prioritize_new_shape_ms": summary([f + p for f, p in pairs_new], "ms"),
         "default_candidates": sample,
-        "filter_and_prioritize_default_candidates_ms": summary([f + p for f, p in sampled], "ms"),
-        "samples_ms": {"evaluate": pure, "filter_and_prioritize": [f + p for f, p in pairs]},
+        "filter_and_prioritize_default_candidates_ms": summary([f + p for f, p in pairs_sampled], "ms"),
+        "samples_ms": {
+            "evaluate": pure,
+            "filter_and_prioritize": [f + p for f, p in pairs],
+            "filter_and_prioritize_new_shape": [f + p for f, p in pairs_new],
+        },
     }
 
 

@@ -23,7 +23,9 @@ def node(name: str, variant: int) -> dict[str, Any]:
 
 
 def appgroup(name: str, variant: int) -> dict[str, Any]:
-    workloads = [{"workload": {"kind": "Deployment", "name": w, "selector": w, "apiVersion": "apps/v1"}} for w in "ab"]
+    workloads: list[dict[str, Any]] = [
+        {"workload": {"kind": "Deployment", "name": w, "selector": w, "apiVersion": "apps/v1"}} for w in "ab"
+    ]
     workloads[0]["dependencies"] = [{"workload": workloads[1]["workload"], "maxNetworkCost": 10 + variant}]
     return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"numMembers": 2, "workloads": workloads}}
 

@@ -4,6 +4,7 @@ Values keep the spelling the user wrote (``"100Mi"`` stays ``"100Mi"``) so objec
 the numeric value comes from the Kubernetes client library's parser, not from a home-made one.
 """
 
+import functools
 import importlib.util
 from collections.abc import Callable
 from decimal import Decimal
@@ -40,6 +41,17 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
 
     Raises ValueError with the offending text when it is not a Kubernetes quantity.
     """
+    if isinstance(value, str | int):  # the same few spellings recur in every NRT and pod
+        return _parse_cached(value)
+    return _parse(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(value: str | int) -> Decimal:
+    return _parse(value)  # Decimals are immutable: sharing one is safe
+
+
+def _parse(value: str | int | float | Decimal) -> Decimal:
     try:
         return Decimal(_parse_quantity(value))
     except (ValueError, TypeError, ArithmeticError) as exc:

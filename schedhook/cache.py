@@ -82,8 +82,10 @@ class ClusterCache:
         self._base: Snapshot | None = None
         self._allocatable: dict[str, dict[str, Decimal]] = {}
         self._appgroup_keys: dict[str, tuple[str, str]] = {}
-        self._views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
-        """node -> (NRT view, the reservations held on it, the view minus them)."""
+        self._nrts: dict[str, NodeTopology] = {}
+        """Every NRT view, minus the reservations held on its node."""
+        self._stale: set[str] = set()
+        """Nodes whose reservations changed since ``_nrts`` was last brought up to date."""
         self.table = NodeTable()
 
     def start(self) -> None:
@@ -223,10 +225,12 @@ class ClusterCache:
         self.reservations[reservation.pod] = reservation
         self._held.setdefault(reservation.node, {})[reservation.pod] = reservation
         self._check_again(reservation.node)
+        self._stale.add(reservation.node)
 
     def release(self, pod_uid: str) -> None:
         r = self.reservations.pop(pod_uid, None)
         if r is not None:
+            self._stale.add(r.node)
             held = self._held[r.node]
             del held[pod_uid]
             if not held:
@@ -264,29 +268,31 @@ class ClusterCache:
         last call, not the size of the cluster.
         """
         base, changed = self._base_snapshot()
-        nrts = dict(base.nrts)
         self._live_reservations()
-        views: dict[str, tuple[NodeTopology, tuple[Reservation, ...], NodeTopology]] = {}
-        for node_name, by_uid in self._held.items():
-            held = tuple(r for r in by_uid.values() if r.pod != exclude)
-            if not held or node_name not in nrts:
-                continue
-            cached = self._views.get(node_name)
-            if cached is None or cached[0] is not nrts[node_name] or cached[1] != held:
-                cached = (nrts[node_name], held, _minus(nrts[node_name], held))
-            views[node_name] = cached
-            nrts[node_name] = cached[2]
+        everything = changed is None
         if changed is None:
-            self.table.sync(nrts)
+            self._nrts = dict(base.nrts)
+            changed = set(self._held)
+        changed |= self._stale
+        self._stale = set()
+        mine = self.reservations.get(exclude) if exclude else None
+        if mine is not None:  # this call only: the next one puts the pod's reservation back
+            changed.add(mine.node)
+            self._stale.add(mine.node)
+        for name in changed:
+            nrt = base.nrts.get(name)
+            held = tuple(r for r in self._held.get(name, {}).values() if not exclude or r.pod != exclude)
+            if nrt is None:
+                self._nrts.pop(name, None)
+            else:
+                self._nrts[name] = _minus(nrt, held) if held else nrt
+        if everything:
+            self.table.sync(self._nrts)
         else:
-            # Rows to refill: changed NRTs, and nodes whose reservations were taken or given back.
-            changed.update(n for n in views.keys() ^ self._views.keys())
-            changed.update(n for n, v in views.items() if v is not self._views.get(n))
-            self.table.update(nrts, changed)
-        self._views = views
-        return Snapshot(
+            self.table.update(self._nrts, changed)
+        return Snapshot(  # shares the cache's dicts: use it before the next await
             locations=base.locations,
-            nrts=nrts,
+            nrts=self._nrts,
             appgroups=base.appgroups,
             links=base.links,
             placed=list(self._placed.values()),

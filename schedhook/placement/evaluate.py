@@ -266,14 +266,18 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
         failed = which[rejected]
         # One reason per (scope, shortfall) pair, not per node.
         scoped = table.pod_scope[results.rows[failed]].astype(np.int64)
-        pairs, of = np.unique((answer.shortfall[rejected] + 1) * 2 + scoped, return_inverse=True)
+        pair = (answer.shortfall[rejected] + 1) * 2 + scoped
+        pairs = np.flatnonzero(np.bincount(pair))  # the pairs present, without sorting every node's
+        position = np.zeros(int(pairs[-1]) + 1, dtype=np.int64)
+        position[pairs] = np.arange(len(pairs))
+        of = position[pair]
         reasons = []
-        for pair in pairs.tolist():
-            detail, pod_scope = divmod(pair, 2)
+        for code in pairs.tolist():
+            detail, pod_scope = divmod(code, 2)
             head = "cannot align pod" if pod_scope else f"cannot align container {pod.containers[0].name}"
             head += " on one NUMA zone"
             reasons.append(f"{head}: {answer.details[detail - 1]}" if detail else head)
-        results.fail_many(failed, reasons, of.reshape(-1))
+        results.fail_many(failed, reasons, of)
     admitted = which[answer.admitted]
     results.zone[admitted] = answer.zone[answer.admitted]
     results.numa_score[admitted] = answer.score[answer.admitted]

@@ -48,12 +48,12 @@ async def start(
     nt = networktopology_handlers.NetworkTopologyReconciler(
         runtime,
         kwargs["networktopology_bodies"],
-        kwargs["topology_nodes"],
         kwargs["appgroup_bodies"],
         kwargs["appgroup_pods"],
     )
     memo["networktopology_reconciler"] = nt
     runtime.tasks.append(asyncio.create_task(nt.resync_forever()))
+    runtime.tasks.append(asyncio.create_task(k8s.follow_nodes(runtime.api, nt.listed_nodes, nt.node_event)))
 
     async def elected() -> None:
         await memo["appgroup_reconciler"].reconcile_all()

@@ -134,6 +134,9 @@ class ClusterCache:
         store.clear()
         for item in items:
             store[_key(item)] = item
+        parsed = self._parse_cache.get(kind, {})
+        for gone in [key for key in parsed if key not in store]:  # deleted while no watch ran
+            del parsed[gone]
         if kind in BASE_KINDS:
             self._dirty[kind] = None
         if kind == "pods":

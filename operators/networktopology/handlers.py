@@ -46,20 +46,16 @@ def networktopology_bodies(namespace: str | None, name: str, body: kopf.Body, **
     return {(namespace or "", name): copy.deepcopy(dict(body))}
 
 
-@kopf.index("nodes")
-def topology_nodes(name: str, labels: kopf.Labels, status: kopf.Status, **_: Any) -> dict[str, NodeInfo]:
-    return {name: node_info(name, labels, status.get("capacity") or {})}
-
-
 class NetworkTopologyReconciler:
-    def __init__(self, runtime: Runtime, bodies: Any, nodes: Any, appgroups: Any, pods: Any) -> None:
+    def __init__(self, runtime: Runtime, bodies: Any, appgroups: Any, pods: Any) -> None:
         self.runtime = runtime
         self.bodies = bodies
-        self.nodes = nodes
         self.appgroups = appgroups
         self.pods = pods
         self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
         self.known_nodes: dict[str, NodeInfo] = {}
+        self.nodes_listed = asyncio.Event()
+        """Costs wait for the first list of nodes, so none is computed from a partial cluster."""
         self.placements: dict[str, str] = {}
         self._parsed_dependencies: dict[str, tuple[object, list[Dependency]]] = {}
 
@@ -72,6 +68,17 @@ class NetworkTopologyReconciler:
             for body in found:
                 if ns == namespace and body.get("spec", {}).get("configmapName") == name:
                     self.coalescer.poke((ns, nt_name))
+
+    def listed_nodes(self, items: list[dict[str, Any]]) -> None:
+        nodes = {info.name: info for info in map(_node_info, items)}
+        if nodes != self.known_nodes or not self.nodes_listed.is_set():
+            self.known_nodes = nodes
+            self.nodes_listed.set()
+            self.poke_all()
+
+    def node_event(self, type_: str, body: dict[str, Any]) -> None:
+        info = _node_info(body)
+        self.node_changed(None if type_ == "DELETED" else info, info.name)
 
     def node_changed(self, info: NodeInfo | None, name: str) -> None:
         """Poke only when what costs depend on changed, not on every node heartbeat."""
@@ -97,7 +104,7 @@ class NetworkTopologyReconciler:
             self.poke_all()
 
     def _current_nodes(self) -> list[NodeInfo]:
-        return sorted((info for found in self.nodes.values() for info in found), key=lambda n: n.name)
+        return sorted(self.known_nodes.values(), key=lambda n: n.name)
 
     def _allocated(self, nodes: Iterable[NodeInfo]) -> dict[tuple[str, str, str], Decimal]:
         placements: list[Placement] = []
@@ -138,6 +145,7 @@ class NetworkTopologyReconciler:
         found = list(self.bodies.get(key, []))
         if not found:
             return
+        await self.nodes_listed.wait()
         started = time.perf_counter()
         try:
             nt = NetworkTopology.from_dict(found[-1])
@@ -214,14 +222,6 @@ async def networktopology_event(event: kopf.RawEvent, namespace: str | None, nam
     await reconciler(memo).coalescer.run_now((namespace or "", name))
 
 
-@kopf.on.event("nodes")
-async def node_event(
-    event: kopf.RawEvent, name: str, labels: kopf.Labels, status: kopf.Status, memo: Any, **_: Any
-) -> None:
-    info = None if event["type"] == "DELETED" else node_info(name, labels, status.get("capacity") or {})
-    reconciler(memo).node_changed(info, name)
-
-
 @kopf.on.event("configmaps")
 async def configmap_event(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
     reconciler(memo).poke_configmap(namespace or "", name)
@@ -231,3 +231,8 @@ async def configmap_event(namespace: str | None, name: str, memo: Any, **_: Any)
 async def placement_event(event: kopf.RawEvent, uid: str, spec: kopf.Spec, memo: Any, **_: Any) -> None:
     """bandwidthAllocated follows placements: poke when a member pod is bound, moved or gone."""
     reconciler(memo).placement_changed(uid, None if event["type"] == "DELETED" else spec.get("nodeName"))
+
+
+def _node_info(body: dict[str, Any]) -> NodeInfo:
+    meta = body.get("metadata") or {}
+    return node_info(meta.get("name", ""), meta.get("labels") or {}, (body.get("status") or {}).get("capacity") or {})

@@ -176,6 +176,7 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: events are applied below
     cache.listed("nrts", bodies)
     cache.snapshot()
+    cache.synced.set()
     gc.collect()
     gc.freeze()  # as the extender does once its cache has synced
     workload = [{"Pod": POD, "NodeNames": names}]

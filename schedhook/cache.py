@@ -215,7 +215,10 @@ class ClusterCache:
 
     def _mark_synced(self, kind: str) -> None:
         self._synced_kinds.add(kind)
-        if len(self._synced_kinds) == len(self.objects):
+        if len(self._synced_kinds) == len(self.objects) and not self.synced.is_set():
+            # Parse everything and fill the table now (about a second at 5,000 nodes), not in
+            # the first filter call, where the pods behind it would wait for it.
+            self.snapshot()
             self.synced.set()
 
     def _check_again(self, node: str) -> None:

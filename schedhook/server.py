@@ -93,6 +93,8 @@ class Extender:
 
     async def filter(self, request: web.Request) -> web.Response:
         pod, names, uid = await _extender_args(request)
+        if not self.cache.synced.is_set():  # a partial cache would misplace the pod: let it retry
+            return _json({"Error": "toposched: the extender's cache is still syncing"})
         await self._await_earlier_binds(uid)
         started = time.perf_counter()
         results = self._evaluate(pod, names)

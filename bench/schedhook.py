@@ -77,7 +77,8 @@ def shaped(i: int) -> dict[str, Any]:
     """A pod whose request no earlier call made (a memory request of its own)."""
     pod = copy.deepcopy(POD)
     pod["metadata"]["uid"] = f"u{i}"
-    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = f"{16384 + i}Mi"
+    # 16384Mi would be the workload pod's 16Gi: start one above.
+    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = f"{16385 + i}Mi"
     return pod
 
 

@@ -117,7 +117,9 @@ class Results:
         count = len(names)
         self.pod = pod
         """The pod as evaluated (parsed once)."""
-        self.names = list(names)
+        self.names = tuple(names)
+        """A tuple: once the collector has seen it holds only strings it stops tracking it, and the
+        extender keeps hundreds of these (a list of thousands of names would be rescanned)."""
         self.table = table
         self.rows = rows
         self.fit = np.ones(count, dtype=np.bool_)
@@ -133,7 +135,7 @@ class Results:
         """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
         self.explicit: dict[int, list[int]] = {}
         """Predicted NUMA ids of nodes answered one by one."""
-        self._fitting: list[str] | None = None
+        self._fitting: tuple[str, ...] | None = None
         self._names: npt.NDArray[np.object_] | None = None
 
     def _text_id(self, reason: str) -> int:
@@ -175,16 +177,17 @@ class Results:
     def zones(self, i: int) -> list[str]:
         return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]
 
-    def fitting(self) -> list[str]:
+    def fitting(self) -> tuple[str, ...]:
         if self._fitting is None:
-            self._fitting = self.name_array()[self.fit].tolist()
+            self._fitting = tuple(self.name_array()[self.fit].tolist())
         return self._fitting
 
     def scores_of(self, names: Sequence[str]) -> list[int]:
         """Total scores of ``names`` (each a candidate), in their order."""
-        if names == self.fitting():  # the usual call: prioritize after filter
+        candidates = tuple(names)
+        if candidates == self.fitting():  # the usual call: prioritize after filter
             return self.score[self.fit].tolist()  # type: ignore[no-any-return]
-        if names == self.names:
+        if candidates == self.names:
             return self.score.tolist()
         position = {n: i for i, n in enumerate(self.names)}
         return [int(self.score[position[n]]) for n in names]

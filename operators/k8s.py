@@ -116,8 +116,8 @@ async def follow_nodes(
     listed: Callable[[list[dict[str, Any]]], None],
     changed: Callable[[str, dict[str, Any]], None],
 ) -> None:
-    """List every Node, then follow its watch (``changed(type, node)`` per event); list again
-    after a failure or when the watch ends.
+    """List every Node, then follow its watch (``changed(type, node)`` per event), going on from
+    the last resourceVersion seen when the watch times out; list again after a failure.
 
     Not through Kopf: Kopf runs a worker per object and a full handler cycle per event, and with
     thousands of nodes their status heartbeats alone kept it from reaching any other handler.
@@ -125,14 +125,18 @@ async def follow_nodes(
     """
     core = client.CoreV1Api(api)
     backoff = 1.0
+    version: str | None = None  # None: list (again)
     while True:
         try:
-            response = await core.list_node(_preload_content=False)
-            body = orjson.loads(await response.read())
-            listed(body.get("items") or [])
+            if version is None:
+                response = await core.list_node(_preload_content=False)
+                body = orjson.loads(await response.read())
+                listed(body.get("items") or [])
+                version = body["metadata"]["resourceVersion"]
             stream = await core.list_node(
                 watch=True,
-                resource_version=body["metadata"]["resourceVersion"],
+                resource_version=version,
+                allow_watch_bookmarks=True,
                 timeout_seconds=300,
                 _preload_content=False,
             )
@@ -143,6 +147,7 @@ async def follow_nodes(
                     event = orjson.loads(line)
                     if event.get("type") == "ERROR":  # e.g. 410 Gone: list again
                         raise RuntimeError(f"watch error: {(event.get('object') or {}).get('message')}")
+                    version = event["object"]["metadata"].get("resourceVersion") or version
                     if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                         changed(event["type"], event["object"])
             finally:
@@ -152,5 +157,6 @@ async def follow_nodes(
             raise
         except Exception as exc:  # the apiserver restarting, an expired resourceVersion...
             logger.warning("watch of nodes failed (%s); listing again in %.0fs", exc, backoff)
+            version = None
             await asyncio.sleep(backoff)
             backoff = min(30.0, backoff * 2)

@@ -111,20 +111,25 @@ class ClusterCache:
     async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
         extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
         backoff = 1.0
+        version: str | None = None  # None: list (again)
         while True:
             try:
-                listed = await lister(_preload_content=False, **extra)
-                body = orjson.loads(await listed.read())
-                self.listed(kind, body.get("items", []))
-                self._mark_synced(kind)
-                version = body["metadata"]["resourceVersion"]
+                if version is None:
+                    listed = await lister(_preload_content=False, **extra)
+                    body = orjson.loads(await listed.read())
+                    self.listed(kind, body.get("items", []))
+                    self._mark_synced(kind)
+                    version = body["metadata"]["resourceVersion"]
                 async for event in _watch(lister, version, extra):
-                    self.event(kind, event["type"], event["object"])
-                backoff = 1.0
+                    version = event["object"]["metadata"].get("resourceVersion") or version
+                    if event["type"] != "BOOKMARK":
+                        self.event(kind, event["type"], event["object"])
+                backoff = 1.0  # the watch timed out: go on from where it stopped, without a list
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the apiserver restarting, an expired resourceVersion...
                 logger.warning("watch of %s failed (%s); listing again in %.0fs", kind, exc, backoff)
+                version = None
                 await asyncio.sleep(backoff)
                 backoff = min(30.0, backoff * 2)
 
@@ -309,6 +314,13 @@ class ClusterCache:
         """Parsed nodes, NRTs, AppGroups and NetworkTopologies, patched where they changed; and
         the names of the NRTs whose view changed (None: any may have)."""
         dirty, self._dirty = self._dirty, {kind: set() for kind in BASE_KINDS}
+        try:
+            return self._patch_base(dirty)
+        except BaseException:  # half patched: start afresh next time rather than lose the rest
+            self._base, self._dirty = None, dict.fromkeys(BASE_KINDS)
+            raise
+
+    def _patch_base(self, dirty: dict[str, set[str] | None]) -> tuple[Snapshot, set[str] | None]:
         snap = self._base
         if snap is None or dirty["nodes"] is None or dirty["nrts"] is None:
             snap = self._base = Snapshot()
@@ -326,7 +338,12 @@ class ClusterCache:
                 snap.locations.pop(name, None)
                 self._allocatable.pop(name, None)
             else:
-                snap.locations[name], self._allocatable[name] = self._parsed("nodes", key, body, node_view)
+                location, allocatable = self._parsed("nodes", key, body, node_view) or (None, {})
+                if location is None:
+                    snap.locations.pop(name, None)
+                else:
+                    snap.locations[name] = location
+                self._allocatable[name] = allocatable
             if nrts is not None:
                 nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
         for key in self.objects["nrts"] if nrts is None else nrts:
@@ -337,7 +354,11 @@ class ClusterCache:
             else:
                 node_allocatable = self._allocatable.get(name, {})
                 extra = tuple(sorted(node_allocatable.items()))
-                snap.nrts[name] = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+                view = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+                if view is None:
+                    snap.nrts.pop(name, None)  # unreadable: the node counts as one without an NRT
+                else:
+                    snap.nrts[name] = view
             if changed is not None:
                 changed.add(name)
         appgroups = dirty["appgroups"]
@@ -349,14 +370,14 @@ class ClusterCache:
             old = self._appgroup_keys.pop(key, None)
             if old is not None:
                 snap.appgroups.pop(old, None)
-            if body is not None:
-                ag = self._parsed("appgroups", key, body, AppGroup.model_validate)
+            ag = self._parsed("appgroups", key, body, AppGroup.model_validate) if body is not None else None
+            if ag is not None:
                 self._appgroup_keys[key] = (ag.namespace or "default", ag.name)
                 snap.appgroups[self._appgroup_keys[key]] = ag
         if dirty["networktopologies"] is None or dirty["networktopologies"]:
             snap.links = {}
             for nt_key, body in self.objects["networktopologies"].items():
-                snap.links.update(self._parsed("networktopologies", nt_key, body, self._links))
+                snap.links.update(self._parsed("networktopologies", nt_key, body, self._links) or {})
         return snap, changed
 
     def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
@@ -367,7 +388,11 @@ class ClusterCache:
         cached = self._parse_cache.setdefault(kind, {}).get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
-        value = build(body)
+        try:
+            value = build(body)
+        except Exception as exc:  # one malformed object must not hide the others; said once per version
+            logger.warning("ignoring %s %s (resourceVersion %s): %s", kind, key, version[0], exc)
+            value = None
         self._parse_cache[kind][key] = (version, value)
         return value
 
@@ -375,9 +400,16 @@ class ClusterCache:
 async def _watch(
     lister: Callable[..., Awaitable[Any]], version: str, extra: dict[str, str]
 ) -> AsyncIterator[dict[str, Any]]:
-    """Watch events as plain dicts, one orjson parse each: the client's generated models (and
-    their date parsing) cost more than everything else the extender does per event."""
-    response = await lister(watch=True, resource_version=version, timeout_seconds=300, _preload_content=False, **extra)
+    """Watch events (and bookmarks) as plain dicts, one orjson parse each: the client's generated
+    models (and their date parsing) cost more than everything else the extender does per event."""
+    response = await lister(
+        watch=True,
+        resource_version=version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=300,
+        _preload_content=False,
+        **extra,
+    )
     try:
         async for line in response.content:
             if not line.strip():
@@ -386,8 +418,7 @@ async def _watch(
             if event.get("type") == "ERROR":  # e.g. 410 Gone: the caller lists again
                 status = event.get("object") or {}
                 raise RuntimeError(f"watch error {status.get('code')}: {status.get('message')}")
-            if event.get("type") != "BOOKMARK":
-                yield event
+            yield event
     finally:
         response.release()
 

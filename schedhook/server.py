@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 from aiohttp import web
 from kubernetes_asyncio import client
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 from schedhook.cache import ClusterCache, Reservation
 from schedhook.placement.evaluate import Config, Results, evaluate
@@ -41,6 +41,10 @@ LATENCY = Histogram(
     "Extender request latency.",
     ["verb"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+)
+FORGOTTEN = Counter(
+    "toposched_extender_binds_reevaluated_total",
+    "Binds whose filter result was no longer kept, so the pod was read and evaluated again.",
 )
 BIND_WAIT = Histogram(
     "toposched_extender_bind_wait_seconds",
@@ -135,8 +139,13 @@ class Extender:
         uid = args.get("PodUID", "")
         self.unbound.pop(uid, None)
         cached = self.last.pop(uid, None)
+        core = client.CoreV1Api(self.api)
+        if cached is None or node not in cached[0].names:
+            # Filtered long ago (a slow binding cycle) or by an earlier process: evaluate again.
+            FORGOTTEN.inc()
+            cached = await self._evaluate_bound(core, namespace, name, node)
         annotations: dict[str, str] | None = None
-        if cached is not None and node in cached[0].names:
+        if cached is not None:
             results, total = cached
             i = results.names.index(node)
             numa = results.numa_ids(i)
@@ -145,7 +154,6 @@ class Extender:
                 self.cache.reserve(Reservation(uid, node, tuple(numa), total, key=f"{namespace}/{name}"))
                 annotations = {NUMA_ZONES_ANNOTATION: json.dumps(results.zones(i))}
         self._bind_arrived.set()
-        core = client.CoreV1Api(self.api)
         # One call: the apiserver copies a Binding's annotations onto the pod. A plain dict body
         # skips the client's model serialisation.
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -169,6 +177,18 @@ class Extender:
             self.cache.release(uid)
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
+
+    async def _evaluate_bound(
+        self, core: client.CoreV1Api, namespace: str, name: str, node: str
+    ) -> tuple[Results, dict[str, Decimal]] | None:
+        try:
+            response = await core.read_namespaced_pod(name, namespace, _preload_content=False)
+            pod = orjson.loads(await response.read())
+        except client.ApiException as exc:
+            logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
+            return None
+        results = self._evaluate(pod, [node])
+        return self.last.pop(pod.get("metadata", {}).get("uid", ""), (results, {}))
 
     async def healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -224,7 +244,7 @@ def _priorities(names: list[str], scores: list[int]) -> bytes:
     """
     if not names:
         return b"[]"
-    extender = np.asarray(scores, dtype=np.int64) * MAX_EXTENDER_PRIORITY // 100
+    extender = np.clip(np.asarray(scores, dtype=np.int64) * MAX_EXTENDER_PRIORITY // 100, 0, MAX_EXTENDER_PRIORITY)
     hosts = orjson.dumps(names)[2:-2].split(b'","')
     if len(hosts) != len(names):
         return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(names, extender.tolist(), strict=True)])

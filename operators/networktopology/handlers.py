@@ -142,10 +142,12 @@ class NetworkTopologyReconciler:
         assert isinstance(key, tuple)
         if not self.runtime.leadership.leading.is_set():
             return
+        await self.nodes_listed.wait()
+        if not self.runtime.leadership.leading.is_set():  # it may have been lost while waiting
+            return
         found = list(self.bodies.get(key, []))
         if not found:
             return
-        await self.nodes_listed.wait()
         started = time.perf_counter()
         try:
             nt = NetworkTopology.from_dict(found[-1])

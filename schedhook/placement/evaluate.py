@@ -172,7 +172,8 @@ class Results:
             return self.explicit[i]
         if self.zone[i] >= 0:
             return [int(self.zone[i])]
-        return self.table.zones_of(int(self.rows[i])) if self.rows[i] >= 0 else []
+        row = self.table.index.get(self.names[i])  # by name: the row may have been reused since
+        return self.table.zones_of(row) if row is not None else []
 
     def zones(self, i: int) -> list[str]:
         return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]

@@ -27,7 +27,7 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 MEMO_SHAPES = 32
 """Pod shapes whose answers a table keeps (least recently used dropped first)."""
 MEMO_DETAILS = 4096
-"""Shortfall texts a memo collects over its patches before it starts afresh."""
+"""Shortfall texts a memo may collect over its patches (at least twice its first count)."""
 
 
 def milli(value: Decimal, rounding: str = ROUND_FLOOR) -> int:
@@ -207,11 +207,13 @@ class NodeTable:
         per pod shape, and only rows whose version moved are computed again.
         """
         request = container_request(pod.containers[0])
-        key = (tuple(sorted(request.items())), pod.qos, strategy, tuple(sorted(weights.items())))
+        # In request order: a shortfall reason names the first short request.
+        key = (tuple(request.items()), pod.qos, strategy, tuple(sorted(weights.items())))
         memo = self._memo.get(key)
-        if memo is None or len(memo.answer.details) > MEMO_DETAILS:
+        if memo is None or len(memo.answer.details) > memo.limit:
             memo = _Memo(self.version.copy(), self._compute(pod, None, strategy, weights))
             self._memo[key] = memo
+            self._memo.move_to_end(key)
             while len(self._memo) > MEMO_SHAPES:
                 self._memo.popitem(last=False)
         else:
@@ -343,6 +345,8 @@ class _Memo:
         self.version = version
         self.answer = answer
         self._detail_ids = {text: i for i, text in enumerate(answer.details)}
+        self.limit = max(MEMO_DETAILS, 2 * len(answer.details))
+        """Patches add shortfall texts; past this many the memo starts afresh."""
 
     def patch(self, rows: Ints, fresh: Answer) -> None:
         whole = self.answer

@@ -97,3 +97,17 @@ def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[
         fresh.listed(kind, list(cache.objects[kind].values()))
     fresh.reservations, fresh._held = dict(cache.reservations), {n: dict(h) for n, h in cache._held.items()}
     assert view(cache) == view(fresh)
+
+
+def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    good, bad = body("nrts", "n0", 0, 1), body("nrts", "n1", 0, 1)
+    bad["zones"][0]["resources"][0]["available"] = "lots"  # not a quantity
+    cache.listed("nrts", [bad, good])
+    cache.listed("appgroups", [{"metadata": {"name": "broken", "namespace": "ns"}, "spec": {}}, appgroup("ag", 0)])
+    snap = cache.snapshot()
+    assert set(snap.nrts) == {"n0"}  # n1 counts as a node without an NRT
+    assert set(snap.appgroups) == {("ns", "ag")}
+    fixed = body("nrts", "n1", 0, 2)
+    cache.event("nrts", "MODIFIED", fixed)
+    assert set(cache.snapshot().nrts) == {"n0", "n1"}

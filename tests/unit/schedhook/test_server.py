@@ -21,10 +21,11 @@ from schedhook.server import Extender, _priorities
         pytest.param(["a", "b.example", "c-3"], [0, 55, 99], id="several"),
         pytest.param(['odd","name', "n2"], [10, 20], id="name-holding-the-separator"),
         pytest.param(['q"uote', "é"], [30, 40], id="escaped-characters"),
+        pytest.param(["low", "high"], [-30, 140], id="out-of-range-scores-clipped"),
     ],
 )
 def test_priorities_decode_to_host_and_extender_score(names: list[str], scores: list[int]) -> None:
-    expected = [{"Host": n, "Score": s * 10 // 100} for n, s in zip(names, scores, strict=True)]
+    expected = [{"Host": n, "Score": min(10, max(0, s * 10 // 100))} for n, s in zip(names, scores, strict=True)]
     assert orjson.loads(_priorities(names, scores)) == expected
 
 

@@ -172,6 +172,8 @@ class ClusterCache:
                 self._place(key, obj)
         else:
             return
+        if kind == "pods" and key not in self._placed:  # deleted or finished: nothing left to hold
+            self.release(obj["metadata"].get("uid", ""))
         dirty = self._dirty.get(kind)
         if dirty is not None:
             dirty.add(key)

@@ -115,3 +115,16 @@ def test_reservations_time_out_oldest_first() -> None:
         cache.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
     cache.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
     assert [r.pod for r in cache._live_reservations()] == ["young", "older-but-renewed"]
+
+
+def test_a_reservation_ends_with_its_pod() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.listed("nrts", [_nrt("1", [])])
+    pods = {}
+    for name in ("deleted", "finished", "running"):
+        pods[name] = _bound(name) | {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}}
+        cache.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
+        cache.event("pods", "ADDED", pods[name])
+    cache.event("pods", "DELETED", pods["deleted"])
+    cache.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
+    assert [r.pod for r in cache._live_reservations()] == ["uid-running"]

@@ -2,11 +2,13 @@
 
 Nodes, NodeResourceTopologies, AppGroups, NetworkTopologies and bound pods are listed and then
 watched; a failed watch lists again after a backoff. When the extender binds a pod it reserves
-the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT is
-updated after the bind or the reservation times out, so a burst of pods does not see the same
+the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT
+accounts for the pod (its pods fingerprint, else an update received after the bind), the pod is
+deleted or finishes, or the reservation times out; so a burst of pods does not see the same
 stale ``available`` and pile onto one zone.
 
-Snapshots share one columnar NodeTable, refilled only for nodes whose NRT or reservations changed.
+Parsed objects are patched per watch event, and snapshots share one columnar NodeTable refilled
+only for nodes whose NRT or reservations changed.
 """
 
 import asyncio

@@ -1,16 +1,15 @@
 """The operators' one layer that talks to the Kubernetes API (besides Kopf's own watches)."""
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from apis.meta import KubeObject
+from toposched.watch import follow
 
 logger = logging.getLogger(__name__)
 
@@ -116,47 +115,7 @@ async def follow_nodes(
     listed: Callable[[list[dict[str, Any]]], None],
     changed: Callable[[str, dict[str, Any]], None],
 ) -> None:
-    """List every Node, then follow its watch (``changed(type, node)`` per event), going on from
-    the last resourceVersion seen when the watch times out; list again after a failure.
-
-    Not through Kopf: Kopf runs a worker per object and a full handler cycle per event, and with
-    thousands of nodes their status heartbeats alone kept it from reaching any other handler.
-    Here an event costs one JSON parse.
-    """
-    core = client.CoreV1Api(api)
-    backoff = 1.0
-    version: str | None = None  # None: list (again)
-    while True:
-        try:
-            if version is None:
-                response = await core.list_node(_preload_content=False)
-                body = orjson.loads(await response.read())
-                listed(body.get("items") or [])
-                version = body["metadata"]["resourceVersion"]
-            stream = await core.list_node(
-                watch=True,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=300,
-                _preload_content=False,
-            )
-            try:
-                async for line in stream.content:
-                    if not line.strip():
-                        continue
-                    event = orjson.loads(line)
-                    if event.get("type") == "ERROR":  # e.g. 410 Gone: list again
-                        raise RuntimeError(f"watch error: {(event.get('object') or {}).get('message')}")
-                    version = event["object"]["metadata"].get("resourceVersion") or version
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        changed(event["type"], event["object"])
-            finally:
-                stream.release()
-            backoff = 1.0
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the apiserver restarting, an expired resourceVersion...
-            logger.warning("watch of nodes failed (%s); listing again in %.0fs", exc, backoff)
-            version = None
-            await asyncio.sleep(backoff)
-            backoff = min(30.0, backoff * 2)
+    """Every Node, listed and then watched: not through Kopf, which runs a worker and a full
+    handler cycle per object; with thousands of nodes their status heartbeats alone kept it from
+    reaching any other handler."""
+    await follow(client.CoreV1Api(api).list_node, listed, changed, "nodes")

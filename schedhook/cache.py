@@ -14,12 +14,11 @@ only for nodes whose NRT or reservations changed.
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-import orjson
 from kubernetes_asyncio import client
 
 from apis.appgroup import AppGroup
@@ -30,6 +29,7 @@ from schedhook.placement.freshness import accounted
 from schedhook.placement.numa import NodeTopology, Pod, Zone, from_nrt, pod_from_spec
 from schedhook.placement.objects import links_of, node_view, placed_pod
 from schedhook.placement.table import NodeTable
+from toposched.watch import follow
 
 logger = logging.getLogger(__name__)
 BASE_KINDS = ("nodes", "nrts", "appgroups", "networktopologies")
@@ -111,29 +111,12 @@ class ClusterCache:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
+        def listed(items: list[dict[str, Any]]) -> None:
+            self.listed(kind, items)
+            self._mark_synced(kind)
+
         extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
-        backoff = 1.0
-        version: str | None = None  # None: list (again)
-        while True:
-            try:
-                if version is None:
-                    listed = await lister(_preload_content=False, **extra)
-                    body = orjson.loads(await listed.read())
-                    self.listed(kind, body.get("items", []))
-                    self._mark_synced(kind)
-                    version = body["metadata"]["resourceVersion"]
-                async for event in _watch(lister, version, extra):
-                    version = event["object"]["metadata"].get("resourceVersion") or version
-                    if event["type"] != "BOOKMARK":
-                        self.event(kind, event["type"], event["object"])
-                backoff = 1.0  # the watch timed out: go on from where it stopped, without a list
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the apiserver restarting, an expired resourceVersion...
-                logger.warning("watch of %s failed (%s); listing again in %.0fs", kind, exc, backoff)
-                version = None
-                await asyncio.sleep(backoff)
-                backoff = min(30.0, backoff * 2)
+        await follow(lister, listed, lambda type_, obj: self.event(kind, type_, obj), kind, **extra)
 
     def listed(self, kind: str, items: list[dict[str, Any]]) -> None:
         """Replace every object of ``kind`` (a list, on start and after a failed watch)."""
@@ -399,32 +382,6 @@ class ClusterCache:
             value = None
         self._parse_cache[kind][key] = (version, value)
         return value
-
-
-async def _watch(
-    lister: Callable[..., Awaitable[Any]], version: str, extra: dict[str, str]
-) -> AsyncIterator[dict[str, Any]]:
-    """Watch events (and bookmarks) as plain dicts, one orjson parse each: the client's generated
-    models (and their date parsing) cost more than everything else the extender does per event."""
-    response = await lister(
-        watch=True,
-        resource_version=version,
-        allow_watch_bookmarks=True,
-        timeout_seconds=300,
-        _preload_content=False,
-        **extra,
-    )
-    try:
-        async for line in response.content:
-            if not line.strip():
-                continue
-            event = orjson.loads(line)
-            if event.get("type") == "ERROR":  # e.g. 410 Gone: the caller lists again
-                status = event.get("object") or {}
-                raise RuntimeError(f"watch error {status.get('code')}: {status.get('message')}")
-            yield event
-    finally:
-        response.release()
 
 
 def _node_signature(node: dict[str, Any]) -> tuple[Any, Any]:

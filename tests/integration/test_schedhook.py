@@ -138,6 +138,18 @@ def guaranteed(name: str, cpu: int, node_selector: dict[str, str]) -> client.V1P
     )
 
 
+def routed_member(name: str, appgroup: str, workload: str, tag: str) -> client.V1Pod:
+    """A Guaranteed pod of an AppGroup workload without a schedulerName: the webhook routes it."""
+    body = guaranteed(name, 1, {"toposched-test": tag})
+    body.spec.scheduler_name = None
+    body.metadata.labels = {
+        "toposched-webhook": "on",
+        "appgroup.diktyo.x-k8s.io": appgroup,
+        "appgroup.diktyo.x-k8s.io.workload": workload,
+    }
+    return body
+
+
 async def bound_node(api: client.ApiClient, namespace: str, name: str) -> Any:
     pod = await client.CoreV1Api(api).read_namespaced_pod(name, namespace)
     return pod if pod.spec.node_name else None
@@ -287,14 +299,7 @@ async def test_webhooks_validate_route_and_release_in_order(
 
     # Created in the wrong order, without a schedulerName: routed by label, gated, released in order.
     for workload in ("second", "first"):
-        body = guaranteed(f"{workload}-0", 1, {"toposched-test": tag})
-        body.spec.scheduler_name = None
-        body.metadata.labels = {
-            "toposched-webhook": "on",
-            "appgroup.diktyo.x-k8s.io": "chain",
-            "appgroup.diktyo.x-k8s.io.workload": workload,
-        }
-        created = await core.create_namespaced_pod(namespace, body)
+        created = await core.create_namespaced_pod(namespace, routed_member(f"{workload}-0", "chain", workload, tag))
         assert created.spec.scheduler_name == "toposched"
         assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
         await asyncio.sleep(0.5)
@@ -416,13 +421,7 @@ async def test_online_boutique_is_released_in_order_and_lands_near_its_dependenc
         await asyncio.sleep(1)  # the extender's cache sees the AppGroup, its order and the costs
 
         for workload in reversed(order):
-            body = guaranteed(workload, 1, {"toposched-test": tag})
-            body.spec.scheduler_name = None
-            body.metadata.labels = {
-                "toposched-webhook": "on",
-                "appgroup.diktyo.x-k8s.io": "online-boutique",
-                "appgroup.diktyo.x-k8s.io.workload": workload,
-            }
+            body = routed_member(workload, "online-boutique", workload, tag)
             created = await core.create_namespaced_pod(namespace, body)
             assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
 

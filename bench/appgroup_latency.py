@@ -9,10 +9,10 @@ from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
-from apis.appgroup import AppGroup, SortingAlgorithm
 from bench.appgroup_sort import random_dag_spec
 from bench.stats import summary
-from tests.integration.kube import OperatorProcess, wait_for
+from testkit.cluster import OperatorProcess, wait_for
+from toposched.apis.appgroup import AppGroup, SortingAlgorithm
 
 ALGORITHMS = [a.value for a in SortingAlgorithm]
 

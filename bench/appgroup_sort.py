@@ -4,9 +4,9 @@ import random
 import time
 from typing import Any
 
-from apis.appgroup import AppGroupSpec, SortingAlgorithm
 from bench.stats import summary
-from operators.appgroup.toposort import build_graph, sort_graph
+from toposched.apis.appgroup import AppGroupSpec, SortingAlgorithm
+from toposched.operators.appgroup.toposort import build_graph, sort_graph
 
 
 def _info(name: str) -> dict[str, str]:

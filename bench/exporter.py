@@ -12,16 +12,16 @@ from typing import Any
 import psutil
 from kubernetes_asyncio import client, config, watch
 
-from apis.noderesourcetopology import NodeResourceTopology
 from bench.stats import summary
-from exporter.kubeletconfig import KubeletConfig
-from exporter.podresources._generated import api_pb2
-from exporter.sysfs import read_machine
-from exporter.topology import Inputs, build
-from tests.fakekubelet import FakeKubelet
-from tests.integration.kube import ensure_kwok_node
-from tests.paths import REPO
-from tests.unit.exporter.sysfs_trees import eight_node, two_socket
+from testkit.cluster import ensure_kwok_node
+from testkit.paths import REPO
+from testkit.podresources import FakeKubelet
+from testkit.sysfs import eight_node, two_socket
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.exporter.kubeletconfig import KubeletConfig
+from toposched.exporter.podresources._generated import api_pb2
+from toposched.exporter.sysfs import read_machine
+from toposched.exporter.topology import Inputs, build
 
 G, V, P = NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL
 

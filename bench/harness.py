@@ -21,8 +21,8 @@ from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
-from tests.integration.kube import free_port
-from tests.paths import REPO
+from testkit.cluster import free_port
+from testkit.paths import REPO
 
 NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 BENCH_LABEL = "toposched-bench"

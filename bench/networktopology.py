@@ -9,12 +9,12 @@ from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
-from apis.constants import REGION_LABEL, ZONE_LABEL
-from apis.netperf import latency_key, parse
-from apis.networktopology import NetworkTopology
 from bench.stats import summary
-from operators.networktopology.costs import NodeInfo, compute
-from tests.integration.kube import OperatorProcess, wait_for
+from testkit.cluster import OperatorProcess, wait_for
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.netperf import latency_key, parse
+from toposched.apis.networktopology import NetworkTopology
+from toposched.operators.networktopology.costs import NodeInfo, compute
 
 G, V, P = NetworkTopology.GROUP, NetworkTopology.VERSION, NetworkTopology.PLURAL
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import yaml
 
-from apis.appgroup import AppGroup
-from apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
 from bench.harness import Harness, NodeSpec
-from bench.kubelet import GPU, Node, two_numa
-from operators.appgroup.toposort import sort_spec
-from schedhook.placement.numa import pod_from_spec
-from tests.paths import EXAMPLES
+from testkit.paths import EXAMPLES
+from testkit.simulated_kubelet import GPU, Node, two_numa
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.operators.appgroup.toposort import sort_spec
+from toposched.schedhook.placement.parse import pod_from_spec
 
 BENCH_LABEL = "toposched-bench"
 
@@ -436,6 +436,6 @@ if __name__ == "__main__":
     import sys
     import tempfile
 
-    from tests.paths import REPO
+    from testkit.paths import REPO
 
     print(json.dumps(run(REPO / ".cluster" / "kubeconfig", Path(tempfile.mkdtemp()), "--full" in sys.argv)))

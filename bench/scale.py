@@ -18,13 +18,13 @@ from typing import Any
 
 import psutil
 
-from apis.appgroup import AppGroup
 from bench.appgroup_sort import random_dag_spec
 from bench.harness import Bound, Harness, NodeSpec
-from bench.schedhook import nrt
 from bench.stats import percentile
 from bench.throughput import backlog, pod_body
-from tests.integration.kube import OperatorProcess
+from testkit.cluster import OperatorProcess
+from testkit.nrt import nrt
+from toposched.apis.appgroup import AppGroup
 
 
 async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str) -> dict[str, Any]:

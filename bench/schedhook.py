@@ -26,51 +26,16 @@ from typing import Any
 from aiohttp import web
 
 from bench.stats import summary
-from schedhook.cache import ClusterCache, Reservation
-from schedhook.placement.evaluate import Config, evaluate
-from schedhook.placement.objects import snapshot
-from schedhook.server import Extender
+from testkit.nrt import POD, nrt
+from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.reservations import Reservation
+from toposched.schedhook.extender.server import Extender
+from toposched.schedhook.placement.evaluate import Config, evaluate
+from toposched.schedhook.placement.snapshot import snapshot
 
 CHURN_PER_SECOND = 200
 """NRT updates (and as many bind reservations) per second during the HTTP runs: every node of
 5,000 updated every 25 s."""
-
-
-def nrt(name: str, rng: random.Random) -> dict[str, Any]:
-    zones = []
-    for i in range(2):
-        cpu = rng.randint(0, 32)
-        resources = [
-            {"name": "cpu", "capacity": 32, "allocatable": 32, "available": cpu},
-            {"name": "memory", "capacity": "128Gi", "allocatable": "120Gi", "available": f"{rng.randint(1, 120)}Gi"},
-            {"name": "example.com/nic", "capacity": 4, "allocatable": 4, "available": rng.randint(0, 4)},
-        ]
-        zones.append(
-            {
-                "name": f"node-{i}",
-                "type": "Node",
-                "resources": resources,
-                "costs": [
-                    {"name": "node-0", "value": 10 if i == 0 else 21},
-                    {"name": "node-1", "value": 21 if i == 0 else 10},
-                ],
-            }
-        )
-    attributes = [
-        {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-        {"name": "topologyManagerScope", "value": "container"},
-        {"name": "cpuManagerPolicy", "value": "static"},
-        {"name": "memoryManagerPolicy", "value": "Static"},
-    ]
-    return {"metadata": {"name": name}, "zones": zones, "attributes": attributes}
-
-
-POD: dict[str, Any] = {
-    "metadata": {"name": "p", "namespace": "default", "uid": "u"},
-    "spec": {
-        "containers": [{"name": "app", "resources": {"limits": {"cpu": "8", "memory": "16Gi", "example.com/nic": "1"}}}]
-    },
-}
 
 
 def shaped(i: int) -> dict[str, Any]:

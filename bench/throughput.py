@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Bound, Harness, NodeSpec, scrape
-from bench.schedhook import nrt
-from tests.paths import REPO
+from testkit.nrt import nrt
+from testkit.paths import REPO
 
 
 def pod_body(i: int, scheduler: str, tag: str) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Each subcommand lives in its component's package and is imported only when it runs, so
 ``toposched exporter`` never loads Kopf and ``toposched --help`` loads nothing at all.
-A subcommand module provides ``add_arguments(parser)`` and ``run(args) -> int``.
+A subcommand is a module's ``add_arguments(parser)`` and ``run(args) -> int`` (or the functions
+its entry names, when one module serves two commands).
 """
 
 import argparse
@@ -19,17 +20,25 @@ class Command:
     name: str
     help: str
     module: str
+    add_arguments: str = "add_arguments"
+    run: str = "run"
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("operator", "run the operators (AppGroup order, NetworkTopology costs)", "operators.cli"),
-    Command("exporter", "publish this node's NodeResourceTopology (node daemon)", "exporter.cli"),
-    Command("netperf", "measure latency to peer nodes with netperf and record it", "exporter.netperf.cli"),
-    Command("order", "print the placement order of an AppGroup manifest", "operators.appgroup.cli"),
-    Command("nrt", "print the NodeResourceTopology of a machine, without a cluster", "exporter.nrt_cli"),
-    Command("netcost", "print the network costs the operator would compute", "operators.networktopology.cli"),
-    Command("schedhook", "run the scheduler extender for the toposched profile", "schedhook.cli"),
-    Command("explain", "show per node whether, where and why a pod would be placed", "schedhook.explain"),
+    Command("operator", "run the operators (AppGroup order, NetworkTopology costs)", "toposched.operators.cli"),
+    Command("exporter", "publish this node's NodeResourceTopology (node daemon)", "toposched.exporter.cli"),
+    Command("netperf", "measure latency to peer nodes with netperf and record it", "toposched.netperf.cli"),
+    Command("order", "print the placement order of an AppGroup manifest", "toposched.operators.appgroup.cli"),
+    Command(
+        "nrt",
+        "print the NodeResourceTopology of a machine, without a cluster",
+        "toposched.exporter.cli",
+        add_arguments="add_nrt_arguments",
+        run="run_nrt",
+    ),
+    Command("netcost", "print the network costs the operator would compute", "toposched.operators.networktopology.cli"),
+    Command("schedhook", "run the scheduler extender for the toposched profile", "toposched.schedhook.cli"),
+    Command("explain", "show per node whether, where and why a pod would be placed", "toposched.schedhook.explain"),
 )
 
 
@@ -44,8 +53,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
         if command.name == selected:
             module = importlib.import_module(command.module)
-            module.add_arguments(sub)
-            sub.set_defaults(run=module.run)
+            getattr(module, command.add_arguments)(sub)
+            sub.set_defaults(run=getattr(module, command.run))
     return parser
 
 

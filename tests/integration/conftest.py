@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from tests.integration.kube import OperatorProcess
-from tests.paths import CRDS, REPO
+from testkit.cluster import OperatorProcess
+from testkit.paths import CRDS, REPO
 
 pytestmark = pytest.mark.cluster
 

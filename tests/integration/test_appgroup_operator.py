@@ -11,8 +11,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, watch
 
-from apis.appgroup import AppGroup
-from tests.integration.kube import (
+from testkit.cluster import (
     OperatorProcess,
     create_appgroup,
     create_member_pod,
@@ -23,7 +22,8 @@ from tests.integration.kube import (
     wait_default_service_account,
     wait_for,
 )
-from tests.paths import EXAMPLES, UPSTREAM_FIXTURES
+from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
+from toposched.apis.appgroup import AppGroup
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 

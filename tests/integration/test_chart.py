@@ -14,14 +14,14 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from exporter.kubeapi import KubeAPI
-from exporter.kubeletconfig import KubeletConfig
-from exporter.publisher import Publisher
-from exporter.sysfs import read_machine
-from exporter.topology import Inputs, build
-from tests.integration.kube import create_appgroup, ensure_kwok_node, free_port, wait_for
-from tests.paths import CRDS, EXAMPLES, REPO
-from tests.unit.exporter.sysfs_trees import two_socket
+from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_for
+from testkit.paths import CRDS, EXAMPLES, REPO
+from testkit.sysfs import two_socket
+from toposched.exporter.kubeletconfig import KubeletConfig
+from toposched.exporter.publisher import Publisher
+from toposched.exporter.sysfs import read_machine
+from toposched.exporter.topology import Inputs, build
+from toposched.kube.nodeclient import KubeAPI
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -304,7 +304,7 @@ async def test_schedhook_works_with_its_service_account(
 ) -> None:
     config = token_kubeconfig(kubeconfig, await sa_token(api, release, "schedhook"), tmp_path / "kubeconfig")
     port = free_port()
-    proc = start_schedhook(config, port, tmp_path / "schedhook.log")
+    proc = start_schedhook(config, port, tmp_path / "toposched.schedhook.log")
     try:
 
         async def ready() -> bool:
@@ -321,4 +321,4 @@ async def test_schedhook_works_with_its_service_account(
 
         await wait_for(ready, within=60, what="schedhook ready with its ServiceAccount")
     finally:
-        stop(proc, tmp_path / "schedhook.log")
+        stop(proc, tmp_path / "toposched.schedhook.log")

@@ -12,11 +12,11 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from apis.appgroup import AppGroup
-from apis.meta import KubeObject
-from apis.networktopology import NetworkTopology
-from apis.noderesourcetopology import NodeResourceTopology
-from tests.paths import UPSTREAM_FIXTURES
+from testkit.paths import UPSTREAM_FIXTURES
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.meta import KubeObject
+from toposched.apis.networktopology import NetworkTopology
+from toposched.apis.noderesourcetopology import NodeResourceTopology
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 

@@ -13,18 +13,18 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from apis.noderesourcetopology import NodeResourceTopology
-from apis.quantity import parse_quantity
-from exporter.kubeapi import KubeAPI
-from exporter.kubeletconfig import KubeletConfig
-from exporter.podresources._generated import api_pb2
-from exporter.publisher import NodeGoneError, Publisher
-from exporter.sysfs import read_machine
-from exporter.topology import Inputs, build
-from tests.fakekubelet import FakeKubelet
-from tests.integration.kube import ensure_kwok_node, free_port, wait_for
-from tests.paths import REPO
-from tests.unit.exporter.sysfs_trees import two_socket, write
+from testkit.cluster import ensure_kwok_node, free_port, wait_for
+from testkit.paths import REPO
+from testkit.podresources import FakeKubelet
+from testkit.sysfs import two_socket, write
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.apis.quantity import parse_quantity
+from toposched.exporter.kubeletconfig import KubeletConfig
+from toposched.exporter.podresources._generated import api_pb2
+from toposched.exporter.publisher import NodeGoneError, Publisher
+from toposched.exporter.sysfs import read_machine
+from toposched.exporter.topology import Inputs, build
+from toposched.kube.nodeclient import KubeAPI
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -145,7 +145,7 @@ async def test_daemon_follows_allocation_changes(
     config = tmp_path / "config.yaml"
     config.write_text("kind: KubeletConfiguration\ncpuManagerPolicy: static\ntopologyManagerPolicy: single-numa-node\n")
     health = free_port()
-    log = tmp_path / "exporter.log"
+    log = tmp_path / "toposched.exporter.log"
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
     args = ["--sysfs", str(sysfs), "--kubelet-config", str(config), "--podresources", str(kubelet.socket)]
     args += ["--kubelet-state-dir", str(state), "--metrics-port", "0", "--health-port", str(health)]

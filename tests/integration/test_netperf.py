@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from apis.constants import REGION_LABEL, ZONE_LABEL
-from apis.netperf import latency_key
-from tests.integration.delay_proxy import DelayProxy
-from tests.integration.kube import OperatorProcess, ensure_kwok_node, wait_for
-from tests.paths import REPO
+from testkit.cluster import OperatorProcess, ensure_kwok_node, wait_for
+from testkit.delay_proxy import DelayProxy
+from testkit.paths import REPO
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.netperf import latency_key
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from apis.constants import REGION_LABEL, ZONE_LABEL
-from apis.netperf import latency_key
-from apis.networktopology import NetworkTopology
-from tests.integration.kube import ensure_kwok_node, wait_default_service_account, wait_for
+from testkit.cluster import ensure_kwok_node, wait_default_service_account, wait_for
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.netperf import latency_key
+from toposched.apis.networktopology import NetworkTopology
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 

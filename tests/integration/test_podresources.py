@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from exporter.podresources._generated import api_pb2
-from exporter.podresources.client import PodResourcesClient, PodResourcesError
-from exporter.topology import DeviceSet, MemoryBlock
-from tests.fakekubelet import FakeKubelet, topology
+from testkit.podresources import FakeKubelet, topology
+from toposched.exporter.podresources._generated import api_pb2
+from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
+from toposched.exporter.topology import DeviceSet, MemoryBlock
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from apis.appgroup import AppGroup
-from apis.constants import REGION_LABEL, ZONE_LABEL
-from operators.appgroup.toposort import sort_spec
-from tests.integration.kube import ensure_kwok_node, free_port, wait_default_service_account, wait_for
-from tests.paths import EXAMPLES, REPO
+from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
+from testkit.paths import EXAMPLES, REPO
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.operators.appgroup.toposort import sort_spec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.paths import EXAMPLES, UPSTREAM_FIXTURES
+from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 from toposched.cli import COMMANDS, main
 
 

@@ -8,12 +8,12 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from apis.appgroup import AppGroup, SortingAlgorithm
-from apis.meta import KubeObject
-from apis.networktopology import NetworkTopology
-from apis.noderesourcetopology import NodeResourceTopology
-from apis.quantity import parse_quantity
-from tests.paths import CRDS, EXAMPLES, UPSTREAM_FIXTURES
+from testkit.paths import CRDS, EXAMPLES, UPSTREAM_FIXTURES
+from toposched.apis.appgroup import AppGroup, SortingAlgorithm
+from toposched.apis.meta import KubeObject
+from toposched.apis.networktopology import NetworkTopology
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.apis.quantity import parse_quantity
 
 MODELS: dict[str, type[KubeObject]] = {
     "AppGroup": AppGroup,

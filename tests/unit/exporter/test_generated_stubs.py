@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import REPO
+from testkit.paths import REPO
 
-GENERATED = REPO / "exporter" / "podresources" / "_generated"
+GENERATED = REPO / "toposched" / "exporter" / "podresources" / "_generated"
 
 
 @pytest.mark.timeout(60)
@@ -18,5 +18,5 @@ def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
         env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
     )
     for name in ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py"):
-        fresh = tmp_path / "exporter" / "podresources" / "_generated" / name
+        fresh = tmp_path / "toposched" / "exporter" / "podresources" / "_generated" / name
         assert fresh.read_text() == (GENERATED / name).read_text(), f"{name} is stale: run hack/gen-proto.sh"

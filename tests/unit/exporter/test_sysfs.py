@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sysfs import SysfsError, format_cpulist, hugepage_resource, parse_cpulist, read_machine
-from tests.unit.exporter.sysfs_trees import FakeNode, build, eight_node, two_socket, write
+from testkit.sysfs import FakeNode, build, eight_node, two_socket, write
+from toposched.exporter.sysfs import SysfsError, format_cpulist, hugepage_resource, parse_cpulist, read_machine
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,21 @@ from pathlib import Path
 
 import pytest
 
-from exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
-from exporter.kubeletconfig import parse as parse_kubelet
-from exporter.sysfs import read_machine
-from exporter.topology import Allocatable, ContainerUse, DeviceSet, Inputs, MemoryBlock, PodUse, build, topology_policy
-from tests.unit.exporter.sysfs_trees import FakeNode, write
-from tests.unit.exporter.sysfs_trees import build as build_tree
+from testkit.sysfs import FakeNode, write
+from testkit.sysfs import build as build_tree
+from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
+from toposched.exporter.kubeletconfig import parse as parse_kubelet
+from toposched.exporter.sysfs import read_machine
+from toposched.exporter.topology import (
+    Allocatable,
+    ContainerUse,
+    DeviceSet,
+    Inputs,
+    MemoryBlock,
+    PodUse,
+    build,
+    topology_policy,
+)
 
 GI = 2**30
 KUBELET = parse_kubelet(

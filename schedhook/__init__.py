@@ -1,1 +1,0 @@
-"""Scheduler extender and admission webhooks that place pods NUMA- and network-aware."""

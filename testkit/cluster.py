@@ -1,0 +1,173 @@
+"""Helpers for tests against the local control plane: waiting, kwok nodes, member pods, the operator."""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from testkit.paths import REPO
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import APPGROUP_LABEL, WORKLOAD_LABEL
+
+T = TypeVar("T")
+
+
+async def wait_for(probe: Callable[[], Awaitable[T | None]], within: float = 30, what: str = "condition") -> T:
+    """Poll ``probe`` until it returns something other than None/False."""
+    deadline = time.monotonic() + within
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out after {within}s waiting for {what} (last: {last!r})")
+
+
+async def get_appgroup(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+        AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, name
+    )
+    return result
+
+
+async def create_appgroup(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await client.CustomObjectsApi(api).create_namespaced_custom_object(
+        AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, body
+    )
+    return result
+
+
+async def patch_appgroup(api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]) -> None:
+    await client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        AppGroup.GROUP,
+        AppGroup.VERSION,
+        namespace,
+        AppGroup.PLURAL,
+        name,
+        patch,
+        _content_type="application/merge-patch+json",
+    )
+
+
+def ready_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for condition in obj.get("status", {}).get("conditions", []):
+        if condition["type"] == "Ready":
+            return dict(condition)
+    return None
+
+
+async def ensure_kwok_node(api: client.ApiClient, name: str, labels: dict[str, str] | None = None) -> None:
+    """A simulated node that kwok keeps Ready; pods bound to it turn Running without containers."""
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(
+            name=name,
+            labels={"type": "kwok", "kubernetes.io/hostname": name, **(labels or {})},
+            annotations={"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        ),
+        status=client.V1NodeStatus(
+            allocatable={"cpu": "64", "memory": "256Gi", "pods": "250"},
+            capacity={"cpu": "64", "memory": "256Gi", "pods": "250"},
+        ),
+    )
+    core = client.CoreV1Api(api)
+    try:
+        await core.create_node(node)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+    async def ready() -> bool:
+        found = await core.read_node(name)
+        return any(c.type == "Ready" and c.status == "True" for c in found.status.conditions or [])
+
+    await wait_for(ready, within=60, what=f"kwok node {name} Ready")
+
+
+async def wait_default_service_account(api: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api)
+
+    async def exists() -> bool:
+        accounts = await core.list_namespaced_service_account(namespace)
+        return any(sa.metadata.name == "default" for sa in accounts.items)
+
+    await wait_for(exists, what=f"default service account in {namespace}")
+
+
+async def create_member_pod(api: client.ApiClient, namespace: str, name: str, appgroup: str, workload: str) -> None:
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels={APPGROUP_LABEL: appgroup, WORKLOAD_LABEL: workload}),
+        spec=client.V1PodSpec(
+            containers=[client.V1Container(name="app", image="example.invalid/app:1")],
+            tolerations=[client.V1Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")],
+        ),
+    )
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    """``toposched operator`` as a real subprocess, watching one namespace."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log: Path, identity: str, lease: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.log = log
+        self.identity = identity
+        self.lease = lease
+        self.metrics_port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "TOPOSCHED_METRICS_PORT": str(self.metrics_port),
+            "TOPOSCHED_LEASE_NAMESPACE": self.namespace,
+            "TOPOSCHED_LEASE_NAME": self.lease,
+            "TOPOSCHED_IDENTITY": self.identity,
+        }
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "toposched", "operator", "--namespace", self.namespace],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, as when a node dies or the OOM killer strikes."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def metric(self, name: str) -> float:
+        """Sum of a Prometheus metric's samples from the operator's /metrics endpoint."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name) and " " in line)

@@ -1,0 +1,149 @@
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from testkit.paths import EXAMPLES
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION
+from toposched.cli import main
+from toposched.schedhook.placement.evaluate import Config, evaluate_pod
+from toposched.schedhook.placement.snapshot import snapshot
+
+
+def nrt(name: str, cpus: tuple[int, int], policy: str = "single-numa-node", managers: bool = True) -> dict[str, Any]:
+    attributes = [
+        {"name": "topologyManagerPolicy", "value": policy},
+        {"name": "topologyManagerScope", "value": "container"},
+    ]
+    if managers:
+        attributes += [
+            {"name": "cpuManagerPolicy", "value": "static"},
+            {"name": "memoryManagerPolicy", "value": "None"},
+        ]
+    zones = []
+    for i, cpu in enumerate(cpus):
+        resources = [
+            {"name": "cpu", "capacity": 16, "allocatable": 16, "available": cpu},
+            {"name": "memory", "capacity": "64Gi", "allocatable": "60Gi", "available": "60Gi"},
+        ]
+        zones.append({"name": f"node-{i}", "type": "Node", "resources": resources})
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": name},
+        "zones": zones,
+        "attributes": attributes,
+    }
+
+
+def pod(cpu: int, annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    limits = {"cpu": str(cpu), "memory": "1Gi"}
+    return {
+        "metadata": {"name": "p", "namespace": "default", "annotations": annotations or {}, "labels": labels or {}},
+        "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]},
+    }
+
+
+def node(name: str, region: str, zone: str) -> dict[str, Any]:
+    labels = {"topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}
+    return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": "32", "memory": "128Gi"}}}
+
+
+def test_reasons_zones_and_scores() -> None:
+    snap = snapshot(nrts=[nrt("small", (4, 3)), nrt("big", (2, 12))])
+    results = {r.node: r for r in evaluate_pod(pod(6), ["small", "big", "unknown"], snap)}
+    assert not results["small"].fit
+    assert results["small"].reason == (
+        "cannot align container app on one NUMA zone: cpu 6 requested, best zone has 4 available"
+    )
+    assert (results["big"].fit, results["big"].numa_zones) == (True, ["node-1"])
+    assert results["big"].scores["numa"] > 0
+    assert results["unknown"].fit  # no NRT: passes, with the lowest score
+    assert results["unknown"].score == 0
+
+
+def test_pod_policy_annotation() -> None:
+    snap = snapshot(nrts=[nrt("relaxed", (4, 4), policy="none"), nrt("strict", (4, 4), policy="restricted")])
+    spec = json.dumps({"numaTopologyPolicy": "SingleNUMANode"})
+    results = {
+        r.node: r
+        for r in evaluate_pod(
+            pod(6, {"scheduling.koordinator.sh/numa-topology-spec": spec}), ["relaxed", "strict"], snap
+        )
+    }
+    # The pod's policy applies on a node without one: 6 CPUs fit no single zone of 4.
+    assert not results["relaxed"].fit
+    assert results["strict"].reason == "the pod asks for single-numa-node but the node runs restricted"
+    bad = evaluate_pod(pod(1, {"scheduling.koordinator.sh/numa-topology-spec": "{"}), ["relaxed"], snap)
+    assert bad[0].reason.startswith("invalid scheduling.koordinator.sh/numa-topology-spec: not JSON")
+
+
+def test_exclusive_required_avoids_shared_zones() -> None:
+    shared = {
+        "metadata": {
+            "name": "wide",
+            "namespace": "default",
+            "annotations": {NUMA_ZONES_ANNOTATION: '["node-0", "node-1"]'},
+        },
+        "spec": {"nodeName": "n"},
+    }
+    snap = snapshot(nrts=[nrt("n", (8, 8))], pods=[shared])
+    spec = json.dumps({"singleNUMANodeExclusive": "Required"})
+    (result,) = evaluate_pod(pod(2, {"scheduling.koordinator.sh/numa-topology-spec": spec}), ["n"], snap)
+    assert not result.fit
+    assert "exclusive" in result.reason
+
+
+def test_network_neighbours_pull_the_pod_close() -> None:
+    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    appgroup["metadata"]["namespace"] = "default"
+    nt = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
+    nodes = [node("a", "us-west-1", "z1"), node("b", "us-west-1", "z2"), node("c", "us-east-1", "z3")]
+    cart = {
+        "metadata": {
+            "name": "cart-0",
+            "namespace": "default",
+            "labels": {
+                "appgroup.diktyo.x-k8s.io": "online-boutique",
+                "appgroup.diktyo.x-k8s.io.workload": "cartservice",
+            },
+        },
+        "spec": {"nodeName": "b"},
+    }
+    snap = snapshot(
+        nodes=nodes,
+        nrts=[nrt(n, (8, 8)) for n in "abc"],
+        appgroups=[appgroup],
+        networktopologies=[nt],
+        pods=[cart],
+        weights_name="UserDefined",
+    )
+    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": "frontend"}
+    results = {r.node: r for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, Config())}
+    # frontend depends on cartservice (on b, zone z2; maxNetworkCost 80): b is best, the other region worst.
+    assert results["b"].scores["network"] == 100
+    assert results["c"].scores["network"] == 0
+    assert results["a"].scores["network"] > results["c"].scores["network"]
+
+
+def test_explain_command_json(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod(6)))
+    (tmp_path / "nrts.yaml").write_text(yaml.safe_dump_all([nrt("small", (4, 3)), nrt("big", (2, 12))]))
+    assert (
+        main(["explain", "--pod", str(tmp_path / "pod.yaml"), "--nrt", str(tmp_path / "nrts.yaml"), "-o", "json"]) == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert [set(d) for d in document] == [{"node", "fit", "reason", "numaZones", "scores", "score"}] * 2
+    assert {d["node"]: d["fit"] for d in document} == {"big": True, "small": False}
+
+
+@pytest.mark.parametrize(
+    "args", [["--strategy", "Nope"], ["--pod", "/nonexistent"]], ids=["bad-strategy", "missing-file"]
+)
+def test_explain_bad_input(tmp_path, capsys, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod(1)))
+    (tmp_path / "nrts.yaml").write_text(yaml.safe_dump(nrt("n", (4, 4))))
+    base = ["explain", "--pod", str(tmp_path / "pod.yaml"), "--nrt", str(tmp_path / "nrts.yaml")]
+    assert main(base + args) == 1
+    assert "toposched explain:" in capsys.readouterr().err

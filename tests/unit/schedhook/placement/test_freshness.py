@@ -1,0 +1,132 @@
+"""Reservations end when the NRT's pods fingerprint shows it accounts for the pod."""
+
+import time
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
+from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.reservations import Reservation
+from toposched.schedhook.placement.freshness import accounted, exclusive
+from toposched.schedhook.placement.model import Pod
+from toposched.schedhook.placement.parse import pod_from_spec
+
+
+def pod(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Pod:
+    resources = {"requests": requests or {}, "limits": limits or {}}
+    return pod_from_spec({"containers": [{"name": "c", "resources": resources}]})
+
+
+GUARANTEED_2 = pod(limits={"cpu": "2", "memory": "1Gi"})
+GUARANTEED_HALF = pod(limits={"cpu": "500m", "memory": "1Gi"})
+BURSTABLE_GPU = pod(requests={"cpu": "1", "example.com/gpu": "1"})
+BEST_EFFORT = pod()
+
+
+@pytest.mark.parametrize(
+    ("p", "cpu_manager", "memory_manager", "expected"),
+    [
+        pytest.param(GUARANTEED_2, "static", "None", True, id="integral-cpus-static"),
+        pytest.param(GUARANTEED_2, "none", "None", False, id="integral-cpus-no-cpu-manager"),
+        pytest.param(GUARANTEED_2, "none", "Static", True, id="pinned-memory"),
+        pytest.param(GUARANTEED_HALF, "static", "None", False, id="fractional-cpus"),
+        pytest.param(BURSTABLE_GPU, "none", "None", True, id="a-device"),
+        pytest.param(BEST_EFFORT, "static", "Static", False, id="best-effort"),
+    ],
+)
+def test_exclusive(p: Pod, cpu_manager: str, memory_manager: str, expected: bool) -> None:
+    assert exclusive(p, cpu_manager, memory_manager) is expected
+
+
+PODS = [("ns", "a", GUARANTEED_2), ("ns", "b", BEST_EFFORT)]
+
+
+def published(pods: list[tuple[str, str]], method: str) -> dict[str, str]:
+    return {"nodeTopologyPodsFingerprint": fingerprint(pods), "nodeTopologyPodsFingerprintMethod": method}
+
+
+A, B = ("ns", "a"), ("ns", "b")
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        pytest.param({}, None, id="no-fingerprint"),
+        pytest.param(published([A, B], METHOD_ALL), {A, B}, id="all-pods"),
+        pytest.param(published([A], METHOD_EXCLUSIVE) | {"cpuManagerPolicy": "static"}, {A}, id="exclusive-only"),
+        pytest.param(published([A], METHOD_ALL), {A}, id="nrt-one-bind-behind"),
+        pytest.param(published([], METHOD_ALL), set(), id="nrt-two-binds-behind"),
+        pytest.param(published([B], METHOD_ALL), set(), id="no-prefix-matches"),
+    ],
+)
+def test_accounted(attributes: dict[str, str], expected: set[tuple[str, str]] | None) -> None:
+    assert accounted(attributes, PODS) == expected
+
+
+def _nrt(rv: str, pods: list[tuple[str, str]] | None) -> dict[str, Any]:
+    attributes = [{"name": "cpuManagerPolicy", "value": "static"}]
+    if pods is not None:
+        attributes.append({"name": "nodeTopologyPodsFingerprint", "value": fingerprint(pods)})
+        attributes.append({"name": "nodeTopologyPodsFingerprintMethod", "value": METHOD_EXCLUSIVE})
+    return {"metadata": {"name": "n", "resourceVersion": rv}, "zones": [], "attributes": attributes}
+
+
+def _bound(name: str) -> dict[str, Any]:
+    limits = {"cpu": "2", "memory": "1Gi"}
+    return {
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "resources": {"limits": limits}}]},
+    }
+
+
+def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.listed("nrts", [_nrt("1", [("ns", "old")])])
+    cache.event("pods", "ADDED", _bound("old"))
+    cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
+    assert [r.pod for r in cache.live_reservations()] == ["uid-new"]  # our view has not seen the bind
+    cache.event("pods", "ADDED", _bound("new"))
+    cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
+    assert [r.pod for r in cache.live_reservations()] == ["uid-new"]
+    cache.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
+    cache.event("pods", "ADDED", _bound("newer"))
+    cache.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
+    assert [r.pod for r in cache.live_reservations()] == ["uid-newer"]
+    cache.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
+    assert cache.live_reservations() == []
+
+
+def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.listed("nrts", [_nrt("1", None)])
+    now = time.monotonic()
+    # Bound 0.5 s before the update: the NRT may have been computed before the kubelet saw the pod.
+    cache.reserve(Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key="ns/recent"))
+    cache.reserve(Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key="ns/settled"))
+    assert len(cache.live_reservations()) == 2  # no update since the binds
+    cache.event("nrts", "MODIFIED", _nrt("2", None))
+    assert [r.pod for r in cache.live_reservations()] == ["recent"]
+
+
+def test_reservations_time_out_oldest_first() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts", reservation_timeout=10.0)
+    now = time.monotonic()
+    for uid, age in (("old", 11.0), ("older-but-renewed", 12.0), ("young", 1.0)):
+        cache.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
+    cache.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
+    assert [r.pod for r in cache.live_reservations()] == ["young", "older-but-renewed"]
+
+
+def test_a_reservation_ends_with_its_pod() -> None:
+    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache.listed("nrts", [_nrt("1", [])])
+    pods = {}
+    for name in ("deleted", "finished", "running"):
+        pods[name] = _bound(name) | {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}}
+        cache.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
+        cache.event("pods", "ADDED", pods[name])
+    cache.event("pods", "DELETED", pods["deleted"])
+    cache.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
+    assert [r.pod for r in cache.live_reservations()] == ["uid-running"]

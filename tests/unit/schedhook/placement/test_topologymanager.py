@@ -1,0 +1,84 @@
+import pytest
+
+from toposched.schedhook.placement.topologymanager import (
+    BEST_EFFORT,
+    NONE,
+    RESTRICTED,
+    SINGLE_NUMA_NODE,
+    Decision,
+    Hint,
+    mask,
+    masks,
+    merge,
+    narrower,
+)
+
+T, F = True, False
+ALL2 = mask(0, 1)
+
+
+def h(affinity: int | None, preferred: bool) -> Hint:
+    return Hint(affinity, preferred)
+
+
+@pytest.mark.parametrize(
+    ("providers", "numa", "expected"),
+    [
+        # Upstream policy_test.go vectors (best-effort expectations).
+        ([{"r": [h(mask(0), T)]}, {"r": [h(mask(0), T)]}], [0, 1], (mask(0), T)),
+        ([{"r": [h(mask(0), T), h(mask(1), T)]}, {"r": [h(mask(1), T)]}], [0, 1], (mask(1), T)),
+        ([{"r": [h(mask(0), T)]}, {"r": [h(mask(1), T)]}], [0, 1], (ALL2, F)),
+        ([{"r": [h(mask(0), T)]}, {"r": [h(mask(0), F)]}], [0, 1], (mask(0), F)),
+        ([{"r": [h(mask(0), T)]}, {"r": [h(ALL2, T)]}], [0, 1], (mask(0), F)),
+        (
+            [{"r": [h(mask(1), T), h(ALL2, F)]}, {"r": [h(mask(0), T), h(mask(1), T), h(ALL2, F)]}],
+            [0, 1],
+            (mask(1), T),
+        ),
+        ([{"r": [h(mask(0, 1, 2, 3), F), h(mask(0, 1), F)]}, {"r": [h(mask(0, 3), F)]}], [0, 1, 2, 3], (mask(0, 3), F)),
+        ([{"r": []}], [0, 1], (ALL2, F)),
+        ([{"r": None}], [0, 1], (ALL2, T)),
+        ([{}], [0, 1], (ALL2, T)),
+    ],
+    ids=[
+        "K1",
+        "K2",
+        "K3",
+        "K4",
+        "K5-unequal-masks",
+        "K6",
+        "K7-four-numa-target",
+        "K8-impossible",
+        "K8-nil",
+        "K8-empty",
+    ],
+)
+def test_best_effort_merge(
+    providers: list[dict[str, list[Hint] | None]], numa: list[int], expected: tuple[int, bool]
+) -> None:
+    decision = merge(providers, numa, BEST_EFFORT)
+    assert (decision.affinity, decision.preferred) == expected
+    assert decision.admit
+
+
+@pytest.mark.parametrize(
+    ("policy", "admit", "affinity"),
+    [(BEST_EFFORT, True, ALL2), (RESTRICTED, False, ALL2), (SINGLE_NUMA_NODE, False, None), (NONE, True, None)],
+    ids=["best-effort-admits", "restricted-rejects", "single-numa-node-rejects", "none-ignores"],
+)
+def test_conflicting_hints_by_policy(policy: str, admit: bool, affinity: int | None) -> None:
+    decision = merge([{"cpu": [h(mask(0), T)]}, {"nic": [h(mask(1), T)]}], [0, 1], policy)
+    assert (decision.admit, decision.affinity) == (admit, affinity)
+
+
+def test_single_numa_node_drops_multi_numa_hints() -> None:
+    decision = merge([{"cpu": [h(ALL2, T)]}], [0, 1], SINGLE_NUMA_NODE)
+    assert decision == Decision(None, False, False)
+    assert merge([{"cpu": [h(mask(1), T), h(ALL2, F)]}], [0, 1], SINGLE_NUMA_NODE) == Decision(mask(1), True, True)
+
+
+def test_masks_order_and_narrower() -> None:
+    assert masks([0, 1, 2]) == [1, 2, 4, 3, 5, 6, 7]
+    assert narrower(mask(1), mask(0, 1))
+    assert narrower(mask(0), mask(1))
+    assert not narrower(mask(2), mask(1))

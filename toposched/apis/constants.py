@@ -1,0 +1,65 @@
+"""API groups, label keys and annotation names: the one place these strings are spelled."""
+
+from typing import Final
+
+APPGROUP_GROUP: Final = "appgroup.diktyo.x-k8s.io"
+APPGROUP_VERSION: Final = "v1alpha1"
+APPGROUP_PLURAL: Final = "appgroups"
+
+NETWORKTOPOLOGY_GROUP: Final = "networktopology.diktyo.x-k8s.io"
+NETWORKTOPOLOGY_VERSION: Final = "v1alpha1"
+NETWORKTOPOLOGY_PLURAL: Final = "networktopologies"
+
+NRT_GROUP: Final = "topology.node.k8s.io"
+NRT_VERSION: Final = "v1alpha2"
+NRT_PLURAL: Final = "noderesourcetopologies"
+
+# Pod labels that tie a pod to its AppGroup and to one workload of it (upstream spelling).
+APPGROUP_LABEL: Final = "appgroup.diktyo.x-k8s.io"
+WORKLOAD_LABEL: Final = "appgroup.diktyo.x-k8s.io.workload"
+
+# Node labels the network costs are keyed by.
+REGION_LABEL: Final = "topology.kubernetes.io/region"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+
+# Extended resource with a node's NIC capacity in bits per second (the KEP's name; set by the exporter).
+NODE_BANDWIDTH_RESOURCE: Final = "network.aware.com/bandwidth"
+
+# Weight names with a meaning to the upstream NetworkOverhead plugin.
+WEIGHT_USER_DEFINED: Final = "UserDefined"
+WEIGHT_NETPERF: Final = "NetperfCosts"
+
+# Pod-level NUMA policy annotation (koordinator's spelling, so its users need not relabel).
+NUMA_TOPOLOGY_SPEC_ANNOTATION: Final = "scheduling.koordinator.sh/numa-topology-spec"
+
+# NodeResourceTopology conventions.
+NRT_ZONE_TYPE_NODE: Final = "Node"
+NRT_ZONE_PREFIX: Final = "node-"
+
+# NRT top-level attributes: the exporter writes them, the extender and explain read them.
+NRT_ATTR_TOPOLOGY_MANAGER_POLICY: Final = "topologyManagerPolicy"
+NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: Final = "topologyManagerScope"
+NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS: Final = "topologyManagerPolicyOptions"
+"""``name=value`` pairs joined by commas, as in the kubelet's topologyManagerPolicyOptions."""
+NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES: Final = "topologyManagerMaxNUMANodes"
+NRT_ATTR_CPU_MANAGER_POLICY: Final = "cpuManagerPolicy"
+NRT_ATTR_MEMORY_MANAGER_POLICY: Final = "memoryManagerPolicy"
+NRT_ATTR_RESERVED_SYSTEM_CPUS: Final = "reservedSystemCPUs"
+NRT_ATTR_PODS_FINGERPRINT: Final = "nodeTopologyPodsFingerprint"
+"""The pfp0v001 fingerprint of the pods the NRT accounts for (see toposched.apis.fingerprint)."""
+NRT_ATTR_PODS_FINGERPRINT_METHOD: Final = "nodeTopologyPodsFingerprintMethod"
+# toposched's own attributes: where a figure came from, for people reading the NRT.
+NRT_ATTR_CPU_SOURCE: Final = "toposched.io/cpu"
+NRT_ATTR_MEMORY_SOURCE: Final = "toposched.io/memory"
+NRT_ATTR_PODRESOURCES: Final = "toposched.io/podresources"
+NRT_ATTR_NUMA: Final = "toposched.io/numa"
+
+# Set by the extender on the pods it binds: the NUMA zones the kubelet was predicted to use,
+# e.g. ``["node-1"]``.
+NUMA_ZONES_ANNOTATION: Final = "toposched.io/numa-zones"
+# The scheduling gate that holds an AppGroup's pods until their turn in the topology order.
+ORDER_GATE: Final = "toposched.io/topology-order"
+
+# Who toposched's Events come from (source.component / reportingComponent).
+OPERATOR_COMPONENT: Final = "toposched-operator"
+SCHEDHOOK_COMPONENT: Final = "toposched-schedhook"

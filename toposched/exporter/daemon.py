@@ -1,0 +1,222 @@
+"""``toposched exporter``: keep this node's NodeResourceTopology current.
+
+Publishes at start, every ``period`` seconds, and when allocations change: the kubelet's state
+files are watched (mtime) and PodResources List is polled at a bounded rate. Changes are
+coalesced to at most one write per second; nothing is written when the content is unchanged.
+If PodResources fails, the last good data is kept (never a flap to estimates), readiness turns
+false and calls back off; before the first success the NRT is published from estimates and
+says so.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import prometheus_client
+from prometheus_client import Counter, Gauge, Histogram
+
+from toposched.apis.quantity import parse_quantity
+from toposched.exporter.kubeletconfig import KubeletConfigError, load
+from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
+from toposched.exporter.publisher import NodeGoneError, Publisher
+from toposched.exporter.sysfs import SysfsError, read_machine
+from toposched.exporter.topology import Allocatable, Inputs, PodUse, build
+from toposched.kube.nodeclient import KubeAPI
+
+logger = logging.getLogger(__name__)
+
+WRITES = Counter("toposched_exporter_writes_total", "NRT writes (creates and replaces).")
+API_FAILURES = Counter("toposched_exporter_api_failures_total", "Failed calls, by API.", ["api"])
+UPDATE_LATENCY = Histogram(
+    "toposched_exporter_update_latency_seconds",
+    "From a detected change to the NRT written.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+)
+LAST_SUCCESS = Gauge("toposched_exporter_last_success_timestamp_seconds", "When the NRT was last confirmed current.")
+PODRESOURCES_SECONDS = Histogram(
+    "toposched_exporter_podresources_call_seconds", "PodResources call latency.", ["method"]
+)
+STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint")
+
+
+@dataclass(frozen=True)
+class Settings:
+    node: str
+    sysfs: Path
+    kubelet_config: Path | None
+    podresources: Path
+    kubelet_state_dir: Path
+    period: float = 10.0
+    list_interval: float = 0.2
+    min_write_interval: float = 1.0
+    fingerprint_method: str = "with-exclusive-resources"
+    advertise_bandwidth: bool = False
+    metrics_port: int = 9091
+    health_port: int = 8081
+
+
+class Exporter:
+    def __init__(self, settings: Settings) -> None:
+        self.s = settings
+        self.changed = asyncio.Event()
+        self.first_poll = asyncio.Event()
+        self.change_seen: float | None = None
+        self.pods: list[PodUse] | None = None
+        self.pods_digest: int | None = None
+        self.allocatable: Allocatable | None = None
+        self.podresources_ok = False
+        self.last_success = 0.0
+        self.last_loop = time.monotonic()
+        self.last_write = 0.0
+
+    def mark_changed(self, why: str) -> None:
+        if not self.changed.is_set():
+            logger.debug("change: %s", why)
+            self.change_seen = time.monotonic()
+        self.changed.set()
+
+    async def watch_state_files(self) -> None:
+        seen: dict[str, float | None] = {}
+        while True:
+            for name in STATE_FILES:
+                path = self.s.kubelet_state_dir / name
+                try:
+                    mtime: float | None = path.stat().st_mtime
+                except OSError:
+                    mtime = None
+                if name in seen and seen[name] != mtime:
+                    self.mark_changed(f"{name} changed")
+                seen[name] = mtime
+            await asyncio.sleep(0.25)
+
+    async def poll_pods(self, podresources: PodResourcesClient) -> None:
+        delay = self.s.list_interval
+        while True:
+            try:
+                pods = await podresources.list_pods()
+                if self.allocatable is None or not self.podresources_ok:
+                    self.allocatable = await podresources.allocatable()
+                self.podresources_ok = True
+                delay = max(0.1, self.s.list_interval)  # at most 10 calls per second
+                digest = hash(tuple(pods))
+                if digest != self.pods_digest:
+                    self.pods, self.pods_digest = pods, digest
+                    self.mark_changed("PodResources List changed")
+            except PodResourcesError as exc:
+                API_FAILURES.labels("podresources").inc()
+                if self.podresources_ok:
+                    logger.warning("%s; keeping the last data", exc)
+                self.podresources_ok = False
+                delay = min(30.0, max(exc.retry_after, delay * 2))
+            self.first_poll.set()
+            await asyncio.sleep(delay)
+
+    async def periodic(self) -> None:
+        while True:
+            await asyncio.sleep(self.s.period)
+            self.mark_changed("period")
+
+    def inputs(self, owner: dict[str, str], node_allocatable: dict[str, Decimal]) -> Inputs:
+        machine = read_machine(self.s.sysfs)
+        for warning in machine.warnings:
+            logger.debug("sysfs: %s", warning)
+        return Inputs(
+            node=self.s.node,
+            machine=machine,
+            kubelet=load(self.s.kubelet_config),
+            allocatable=self.allocatable,
+            pods=self.pods,
+            node_allocatable=node_allocatable,
+            fingerprint_method=self.s.fingerprint_method,
+            owner=owner,
+        )
+
+    async def publish_once(self, publisher: Publisher) -> bool:
+        node = await publisher.read_node()
+        owner = {"apiVersion": "v1", "kind": "Node", "name": self.s.node, "uid": node["metadata"]["uid"]}
+        allocatable = node.get("status", {}).get("allocatable") or {}
+        inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in allocatable.items()})
+        written = await publisher.publish(build(inputs))
+        if written:
+            WRITES.inc()
+        if self.s.advertise_bandwidth:
+            speeds = [nic.speed_bps for nic in inputs.machine.nics if nic.speed_bps]
+            if speeds:
+                await publisher.advertise_bandwidth(sum(speeds))
+        return written
+
+    async def run(self) -> None:
+        if self.s.metrics_port:
+            prometheus_client.start_http_server(self.s.metrics_port)
+        health = await asyncio.start_server(self._health, "0.0.0.0", self.s.health_port) if self.s.health_port else None
+        async with KubeAPI.from_environment() as api:
+            podresources = PodResourcesClient(
+                self.s.podresources, observe=lambda m, t: PODRESOURCES_SECONDS.labels(m).observe(t)
+            )
+            publisher = Publisher(api, self.s.node)
+            tasks = [
+                asyncio.create_task(self.poll_pods(podresources)),
+                asyncio.create_task(self.watch_state_files()),
+                asyncio.create_task(self.periodic()),
+            ]
+            # Publish first from the kubelet's answer rather than from estimates that flip a moment later.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.first_poll.wait(), 5)
+            self.mark_changed("start")
+            backoff = 1.0
+            try:
+                while True:
+                    await self.changed.wait()
+                    wait = self.last_write + self.s.min_write_interval - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)  # coalesce: at most one write per interval
+                    self.changed.clear()
+                    seen = self.change_seen
+                    self.last_loop = time.monotonic()
+                    try:
+                        if await self.publish_once(publisher):
+                            self.last_write = time.monotonic()
+                            if seen is not None:
+                                UPDATE_LATENCY.observe(self.last_write - seen)
+                        self.last_success = time.time()
+                        LAST_SUCCESS.set(self.last_success)
+                        backoff = 1.0
+                    except NodeGoneError as exc:
+                        logger.warning("%s; not publishing", exc)
+                    except (SysfsError, KubeletConfigError) as exc:
+                        API_FAILURES.labels("local").inc()
+                        logger.error("cannot build the NRT: %s", exc)
+                    except Exception as exc:  # the apiserver may be restarting: retry with backoff
+                        API_FAILURES.labels("kubernetes").inc()
+                        logger.warning("publishing failed (%s); retrying in %.0fs", exc, backoff)
+                        await asyncio.sleep(backoff)
+                        backoff = min(60.0, backoff * 2)
+                        self.mark_changed("retry")
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await podresources.close()
+                if health is not None:
+                    health.close()
+
+    def healthy(self) -> bool:
+        """Alive: the main loop turned recently (it turns at least every period)."""
+        return time.monotonic() - self.last_loop < 3 * self.s.period + 5
+
+    def ready(self) -> bool:
+        """Ready: the NRT was confirmed current recently and PodResources answers."""
+        return self.podresources_ok and time.time() - self.last_success < 3 * self.s.period + 5
+
+    async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = (await reader.readline()).decode(errors="replace").split()
+        path = request[1] if len(request) > 1 else "/"
+        ok = {"/healthz": self.healthy, "/readyz": self.ready}.get(path)
+        status = "404 Not Found" if ok is None else ("200 OK" if ok() else "503 Service Unavailable")
+        body = status.split(" ", 1)[1].encode()
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        await writer.drain()
+        writer.close()

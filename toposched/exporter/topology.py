@@ -1,0 +1,281 @@
+"""Build the node's NodeResourceTopology from sysfs, the kubelet settings and PodResources. Pure.
+
+Per zone (one per NUMA node, ``node-<id>``):
+- capacity from sysfs (CPUs, MemTotal, hugepages), devices from the kubelet's allocatable list;
+- allocatable from GetAllocatableResources: exclusive-capable CPUs, Memory Manager memory and
+  hugepages, devices with topology (a device on several NUMA nodes counts once, on the lowest);
+- available = allocatable - exclusive usage from List (CPU ids, memory blocks split across
+  their NUMA nodes without double counting, devices).
+When a source is missing the value is estimated and an attribute says so, so that pods asking
+for memory or CPU stay schedulable (the reference exporters publish nothing and the scheduler
+plugin then rejects every such pod):
+- CPU manager not static: allocatable CPUs = capacity - reservedSystemCPUs, all available;
+- Memory Manager not Static: memory = MemTotal - hugepages - reservedMemory, or the node's
+  allocatable memory split by MemTotal; hugepages from sysfs; all available;
+- no PodResources at all: every resource as above, available = allocatable.
+"""
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal
+
+from toposched.apis.constants import (
+    NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_CPU_SOURCE,
+    NRT_ATTR_MEMORY_MANAGER_POLICY,
+    NRT_ATTR_MEMORY_SOURCE,
+    NRT_ATTR_NUMA,
+    NRT_ATTR_PODRESOURCES,
+    NRT_ATTR_PODS_FINGERPRINT,
+    NRT_ATTR_PODS_FINGERPRINT_METHOD,
+    NRT_ATTR_RESERVED_SYSTEM_CPUS,
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
+    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
+    NRT_ZONE_PREFIX,
+    NRT_ZONE_TYPE_NODE,
+)
+from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
+from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
+from toposched.exporter.kubeletconfig import KubeletConfig
+from toposched.exporter.sysfs import Machine, format_cpulist
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    type: str
+    """``memory`` or ``hugepages-<size>``."""
+    size: int
+    numa: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DeviceSet:
+    resource: str
+    ids: tuple[str, ...]
+    numa: tuple[int, ...]
+    """Empty when the device plugin gave no topology."""
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    cpu_ids: tuple[int, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+    devices: tuple[DeviceSet, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContainerUse:
+    cpu_ids: tuple[int, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+    devices: tuple[DeviceSet, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodUse:
+    namespace: str
+    name: str
+    containers: tuple[ContainerUse, ...] = ()
+
+    def exclusive(self) -> bool:
+        """Holds exclusive CPUs, NUMA-pinned memory or devices with topology."""
+        return any(
+            c.cpu_ids or any(m.numa for m in c.memory) or any(d.numa for d in c.devices) for c in self.containers
+        )
+
+
+@dataclass
+class Inputs:
+    node: str
+    machine: Machine
+    kubelet: KubeletConfig
+    allocatable: Allocatable | None = None
+    """None when PodResources could not be read."""
+    pods: Sequence[PodUse] | None = None
+    node_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
+    """The Node's status.allocatable, when known, for estimates."""
+    fingerprint_method: str = METHOD_EXCLUSIVE
+    owner: dict[str, str] | None = None
+    """ownerReference fields of the Node (apiVersion, kind, name, uid)."""
+
+
+def zone_name(numa: int) -> str:
+    return f"{NRT_ZONE_PREFIX}{numa}"
+
+
+def _estimated_memory(inputs: Inputs) -> dict[int, Decimal]:
+    """Memory pods may use per NUMA node when the Memory Manager does not say."""
+    nodes = inputs.machine.nodes
+    total = sum(n.memory_bytes for n in nodes)
+    node_memory = inputs.node_allocatable.get("memory")
+    out: dict[int, Decimal] = {}
+    for n in nodes:
+        if n.id in inputs.kubelet.reserved_memory:
+            reserved = inputs.kubelet.reserved_memory[n.id].get("memory", Decimal(0))
+            usable = Decimal(n.memory_bytes - sum(n.hugepages.values())) - reserved
+        elif node_memory is not None and total:
+            usable = node_memory * n.memory_bytes / total
+        else:
+            share = Decimal(n.memory_bytes) / total if total else Decimal(0)
+            usable = Decimal(n.memory_bytes - sum(n.hugepages.values())) - inputs.kubelet.reserved("memory") * share
+        out[n.id] = max(Decimal(0), usable.to_integral_value(ROUND_FLOOR))
+    return out
+
+
+def _split(block: MemoryBlock, room: dict[int, Decimal]) -> dict[int, Decimal]:
+    """A multi-NUMA block taken greedily in ascending NUMA order, never beyond what a zone has."""
+    left = Decimal(block.size)
+    taken: dict[int, Decimal] = {}
+    numas = sorted(block.numa)
+    for i, n in enumerate(numas):
+        share = left if i == len(numas) - 1 else min(left, room.get(n, Decimal(0)))
+        taken[n] = share
+        left -= share
+    return taken
+
+
+def build(inputs: Inputs) -> NodeResourceTopology:
+    machine, kubelet = inputs.machine, inputs.kubelet
+    cpu_node = machine.cpu_to_node()
+    capacity: dict[int, dict[str, Decimal]] = {n.id: {} for n in machine.nodes}
+    allocatable: dict[int, dict[str, Decimal]] = {n.id: {} for n in machine.nodes}
+    used: dict[int, dict[str, Decimal]] = {n.id: defaultdict(Decimal) for n in machine.nodes}
+    attributes: dict[str, str] = {}
+
+    for n in machine.nodes:
+        capacity[n.id]["cpu"] = Decimal(len(n.cpus))
+        capacity[n.id]["memory"] = Decimal(n.memory_bytes)
+        for name, size in n.hugepages.items():
+            capacity[n.id][name] = Decimal(size)
+
+    alloc = inputs.allocatable
+    if alloc is None:
+        attributes[NRT_ATTR_PODRESOURCES] = "unavailable: allocatable derived from capacity and kubelet reservations"
+
+    # CPUs: the kubelet lists exclusive-capable CPUs only under the static policy.
+    if alloc is not None and alloc.cpu_ids:
+        for cpu in alloc.cpu_ids:
+            if cpu in cpu_node:
+                allocatable[cpu_node[cpu]]["cpu"] = allocatable[cpu_node[cpu]].get("cpu", Decimal(0)) + 1
+        for n in machine.nodes:
+            allocatable[n.id].setdefault("cpu", Decimal(0))
+        attributes[NRT_ATTR_CPU_SOURCE] = "cpu-manager"
+    else:
+        reserved = set(kubelet.reserved_system_cpus)
+        for n in machine.nodes:
+            allocatable[n.id]["cpu"] = Decimal(len([c for c in n.cpus if c not in reserved]))
+        attributes[NRT_ATTR_CPU_SOURCE] = "estimated: CPUs not pinned (cpuManagerPolicy is not static)"
+
+    # Memory and hugepages: only the Static Memory Manager reports them per NUMA node.
+    if alloc is not None and alloc.memory:
+        # The kubelet reports one block per NUMA node and type.
+        for block in alloc.memory:
+            if block.numa and block.numa[0] in allocatable:
+                numa = block.numa[0]
+                allocatable[numa][block.type] = allocatable[numa].get(block.type, Decimal(0)) + Decimal(block.size)
+        attributes[NRT_ATTR_MEMORY_SOURCE] = "memory-manager"
+    else:
+        for n_id, amount in _estimated_memory(inputs).items():
+            allocatable[n_id]["memory"] = amount
+        for n in machine.nodes:
+            for name, size in n.hugepages.items():
+                reserved_pages = kubelet.reserved_memory.get(n.id, {}).get(name, Decimal(0))
+                allocatable[n.id][name] = max(Decimal(0), Decimal(size) - reserved_pages)
+        attributes[NRT_ATTR_MEMORY_SOURCE] = (
+            "estimated: Memory Manager not Static; from sysfs and the node's allocatable"
+        )
+
+    # Devices: counted once, on the lowest NUMA node of their topology; no topology -> host-level.
+    device_node: dict[tuple[str, str], int] = {}
+    if alloc is not None:
+        for dev in alloc.devices:
+            if not dev.numa:
+                continue
+            numa = min(dev.numa)
+            if numa not in allocatable:
+                continue
+            for device_id in dev.ids:
+                device_node[(dev.resource, device_id)] = numa
+                allocatable[numa][dev.resource] = allocatable[numa].get(dev.resource, Decimal(0)) + 1
+                capacity[numa][dev.resource] = capacity[numa].get(dev.resource, Decimal(0)) + 1
+
+    # Exclusive usage from List.
+    pods = list(inputs.pods or [])
+    memory_from_manager = alloc is not None and bool(alloc.memory)
+    for pod in pods:
+        for c in pod.containers:
+            if alloc is not None and alloc.cpu_ids:
+                for cpu in c.cpu_ids:
+                    if cpu in cpu_node:
+                        used[cpu_node[cpu]]["cpu"] += 1
+            if memory_from_manager:
+                for block in c.memory:
+                    room = {
+                        numa: allocatable[numa].get(block.type, Decimal(0)) - used[numa][block.type]
+                        for numa in block.numa
+                        if numa in used
+                    }
+                    for numa, amount in _split(block, room).items():
+                        if numa in used:
+                            used[numa][block.type] += amount
+            for dev in c.devices:
+                for device_id in dev.ids:
+                    where = device_node.get((dev.resource, device_id))
+                    if where is not None:
+                        used[where][dev.resource] += 1
+
+    zones = []
+    for n in machine.nodes:
+        resources = []
+        for name in sorted(set(capacity[n.id]) | set(allocatable[n.id])):
+            alloc_value = allocatable[n.id].get(name, Decimal(0))
+            cap_value = max(capacity[n.id].get(name, alloc_value), alloc_value)
+            avail = max(Decimal(0), alloc_value - used[n.id].get(name, Decimal(0)))
+            resources.append(
+                ResourceInfo(
+                    name=name,
+                    capacity=str(int(cap_value)),
+                    allocatable=str(int(alloc_value)),
+                    available=str(int(avail)),
+                )
+            )
+        costs = [CostInfo(name=zone_name(other), value=d) for other, d in sorted(n.distances.items())] or None
+        zones.append(Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, resources=resources))
+
+    attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY] = kubelet.topology_manager_policy
+    attributes[NRT_ATTR_TOPOLOGY_MANAGER_SCOPE] = kubelet.topology_manager_scope
+    if kubelet.topology_manager_policy_options:
+        attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS] = ",".join(
+            f"{k}={v}" for k, v in sorted(kubelet.topology_manager_policy_options.items())
+        )
+    attributes[NRT_ATTR_CPU_MANAGER_POLICY] = kubelet.cpu_manager_policy
+    attributes[NRT_ATTR_MEMORY_MANAGER_POLICY] = kubelet.memory_manager_policy
+    if kubelet.reserved_system_cpus:
+        attributes[NRT_ATTR_RESERVED_SYSTEM_CPUS] = format_cpulist(kubelet.reserved_system_cpus)
+    if inputs.pods is not None:
+        counted = pods if inputs.fingerprint_method == METHOD_ALL else [p for p in pods if p.exclusive()]
+        attributes[NRT_ATTR_PODS_FINGERPRINT] = fingerprint((p.namespace, p.name) for p in counted)
+        attributes[NRT_ATTR_PODS_FINGERPRINT_METHOD] = inputs.fingerprint_method
+    if not machine.numa:
+        attributes[NRT_ATTR_NUMA] = "unsupported by the kernel: one zone for the whole machine"
+
+    metadata: dict[str, object] = {"name": inputs.node}
+    if inputs.owner:
+        metadata["ownerReferences"] = [{**inputs.owner, "blockOwnerDeletion": False}]
+    return NodeResourceTopology(
+        metadata=metadata,
+        topology_policies=[topology_policy(kubelet)],
+        zones=zones,
+        attributes=[AttributeInfo(name=k, value=v) for k, v in attributes.items()],
+    )
+
+
+def topology_policy(kubelet: KubeletConfig) -> str:
+    """The deprecated one-word policy (``topologyPolicies``) older consumers read."""
+    level = "PodLevel" if kubelet.topology_manager_scope == "pod" else "ContainerLevel"
+    return {
+        "single-numa-node": f"SingleNUMANode{level}",
+        "restricted": f"Restricted{level}",
+        "best-effort": f"BestEffort{level}",
+    }.get(kubelet.topology_manager_policy, "None")

@@ -1,0 +1,142 @@
+"""Kopf handlers for AppGroups: thin glue between the watches and the pure status computation.
+
+Level-triggered: every AppGroup event and every member-pod event leads to "compute the status
+the object should have; write it if it differs". Nothing is stored on the user's object
+(no Kopf annotations, no finalizers, no spec writes), and a restart simply recomputes.
+"""
+
+import copy
+import logging
+import time
+from collections import Counter
+from collections.abc import Hashable
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from pydantic import ValidationError
+
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import (
+    APPGROUP_GROUP,
+    APPGROUP_LABEL,
+    APPGROUP_PLURAL,
+    APPGROUP_VERSION,
+    OPERATOR_COMPONENT,
+    WORKLOAD_LABEL,
+)
+from toposched.kube import events
+from toposched.operators import k8s, metrics
+from toposched.operators.appgroup.status import PodView, pod_view, reconcile
+from toposched.operators.runtime import Coalescer, Runtime
+
+logger = logging.getLogger(__name__)
+
+RESOURCE = (APPGROUP_GROUP, APPGROUP_VERSION, APPGROUP_PLURAL)
+Key = tuple[str, str]  # (namespace, name)
+
+
+@kopf.index(*RESOURCE)
+def appgroup_bodies(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, dict[str, Any]]:
+    return {(namespace or "", name): copy.deepcopy(dict(body))}
+
+
+@kopf.index("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
+def appgroup_pods(
+    namespace: str | None, labels: kopf.Labels, spec: kopf.Spec, status: kopf.Status, **_: Any
+) -> dict[Key, PodView]:
+    view = pod_view(status, node=spec.get("nodeName"), workload=labels.get(WORKLOAD_LABEL))
+    return {(namespace or "", labels[APPGROUP_LABEL]): view}
+
+
+class AppGroupReconciler:
+    """Writes the status of one AppGroup at a time; shared by every handler below."""
+
+    def __init__(self, runtime: Runtime, bodies: kopf.Index[Key, dict[str, Any]], pods: kopf.Index[Key, PodView]):
+        self.runtime = runtime
+        self.bodies = bodies
+        self.pods = pods
+        self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
+        # Last status written per object uid: an index may lag our own write by one event.
+        self.last_written: dict[str, dict[str, Any]] = {}
+        self.ready: dict[str, tuple[str, str]] = {}
+
+    async def reconcile_all(self) -> None:
+        for key in list(self.bodies):
+            self.coalescer.poke(key)
+
+    async def _reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        if not self.runtime.leadership.leading.is_set():
+            return
+        found = list(self.bodies.get(key, []))
+        if not found:
+            return  # deleted meanwhile
+        body = found[-1]
+        started = time.perf_counter()
+        try:
+            appgroup = AppGroup.from_dict(body)
+        except ValidationError as exc:
+            metrics.RECONCILE_ERRORS.labels("AppGroup", "Unparseable").inc()
+            logger.error("AppGroup %s/%s cannot be read: %s", *key, exc)
+            return
+        now = datetime.now(UTC).replace(microsecond=0)
+        result = reconcile(appgroup, self.pods.get(key, []), now)
+        desired = result.status.to_dict()
+        current = appgroup.status.to_dict() if appgroup.status else {}
+        uid = str(appgroup.metadata.get("uid"))
+        if desired != current and desired != self.last_written.get(uid):
+            try:
+                await k8s.patch_status(self.runtime.api, AppGroup, key[0], key[1], desired)
+            except Exception as exc:
+                metrics.RECONCILE_ERRORS.labels("AppGroup", type(exc).__name__).inc()
+                raise
+            self.last_written[uid] = desired
+            metrics.STATUS_WRITES.labels("AppGroup").inc()
+            for warning in result.warnings:
+                logger.warning("AppGroup %s/%s: %s", key[0], key[1], warning.message)
+                await events.post_event(
+                    self.runtime.api,
+                    body,
+                    "Warning",
+                    warning.reason,
+                    warning.message,
+                    OPERATOR_COMPONENT,
+                    self.runtime.settings.identity,
+                )
+        metrics.RECONCILE_SECONDS.labels("AppGroup").observe(time.perf_counter() - started)
+        ready = next((c for c in result.status.conditions or [] if c.type == "Ready"), None)
+        if ready is not None:
+            self.ready[uid] = (ready.status, ready.reason or "")
+            self._publish_gauge()
+
+    def forget(self, uid: str, key: Key) -> None:
+        self.last_written.pop(uid, None)
+        self.ready.pop(uid, None)
+        self.coalescer.forget(key)
+        self._publish_gauge()
+
+    def _publish_gauge(self) -> None:
+        metrics.APPGROUPS.clear()
+        for (status, reason), count in Counter(self.ready.values()).items():
+            metrics.APPGROUPS.labels(status, reason).set(count)
+
+
+def reconciler(memo: Any) -> AppGroupReconciler:
+    found = memo.get("appgroup_reconciler")
+    assert isinstance(found, AppGroupReconciler), "operators.main start-up did not run"
+    return found
+
+
+@kopf.on.event(*RESOURCE)  # type: ignore[arg-type]
+async def appgroup_event(event: kopf.RawEvent, namespace: str, name: str, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    r = reconciler(memo)
+    if event["type"] == "DELETED":
+        r.forget(uid, (namespace, name))
+        return
+    await r.coalescer.run_now((namespace, name))
+
+
+@kopf.on.event("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
+async def member_pod_event(namespace: str | None, labels: kopf.Labels, memo: Any, **_: Any) -> None:
+    reconciler(memo).coalescer.poke((namespace or "", labels[APPGROUP_LABEL]))

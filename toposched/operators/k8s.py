@@ -1,0 +1,75 @@
+"""The operators' one layer that talks to the Kubernetes API (besides Kopf's own watches and the
+shared toposched.kube helpers)."""
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from toposched.apis.meta import KubeObject
+from toposched.kube.watch import follow
+
+logger = logging.getLogger(__name__)
+
+
+async def patch_status(
+    api: client.ApiClient, kind: type[KubeObject], namespace: str, name: str, status: dict[str, Any]
+) -> dict[str, Any]:
+    """Merge-patch the status subresource (never the spec the user wrote)."""
+    result: dict[str, Any] = await client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+        kind.GROUP,
+        kind.VERSION,
+        namespace,
+        kind.PLURAL,
+        name,
+        {"status": status},
+        _content_type="application/merge-patch+json",
+    )
+    return result
+
+
+async def read_configmap_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
+    """The ConfigMap's data, or None when it does not exist."""
+    try:
+        cm = await client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return dict(cm.data or {})
+
+
+async def patch_spec_field(
+    api: client.ApiClient,
+    kind: type[KubeObject],
+    namespace: str,
+    name: str,
+    resource_version: str,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
+    """Merge-patch part of the spec, only if the object is still at ``resource_version``.
+
+    A concurrent edit by the user makes this fail with 409 Conflict instead of being overwritten.
+    """
+    result: dict[str, Any] = await client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        kind.GROUP,
+        kind.VERSION,
+        namespace,
+        kind.PLURAL,
+        name,
+        {"metadata": {"resourceVersion": resource_version}, "spec": spec},
+        _content_type="application/merge-patch+json",
+    )
+    return result
+
+
+async def follow_nodes(
+    api: client.ApiClient,
+    listed: Callable[[list[dict[str, Any]]], None],
+    changed: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """Every Node, listed and then watched: not through Kopf, which runs a worker and a full
+    handler cycle per object; with thousands of nodes their status heartbeats alone kept it from
+    reaching any other handler."""
+    await follow(client.CoreV1Api(api).list_node, listed, changed, "nodes")

@@ -1,0 +1,85 @@
+"""Entry module of the operator suite: ``kopf run -m operators.main`` or ``toposched operator``.
+
+Importing it registers every handler module; the start-up handler builds what they share.
+"""
+
+import asyncio
+import gc
+import logging
+from typing import Any
+
+import kopf
+import prometheus_client
+
+from toposched.kube.connect import connect
+from toposched.operators import k8s
+from toposched.operators.appgroup import handlers as appgroup_handlers
+from toposched.operators.networktopology import handlers as networktopology_handlers
+from toposched.operators.runtime import Runtime
+from toposched.operators.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@kopf.on.startup()
+async def start(
+    settings: kopf.OperatorSettings,
+    memo: Any,
+    **kwargs: Any,
+) -> None:
+    config = Settings.from_env()
+    # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
+    settings.peering.standalone = True
+    settings.watching.server_timeout = 300
+    # Kopf would post an Event for every handler log line at INFO; keep Events for what matters.
+    settings.posting.level = logging.WARNING
+    settings.networking.error_backoffs = [1, 2, 5, 10, 20]
+    runtime = Runtime(settings=config, api=await connect())
+    memo["runtime"] = runtime
+    if config.metrics_port:
+        prometheus_client.start_http_server(config.metrics_port)
+    # Everything loaded so far lives as long as the process: keep the collector from rescanning it.
+    gc.freeze()
+    # Indexes reach every handler as keyword arguments; the reconciler keeps them for its
+    # background runs (coalesced pod events, leadership changes).
+    memo["appgroup_reconciler"] = appgroup_handlers.AppGroupReconciler(
+        runtime, kwargs["appgroup_bodies"], kwargs["appgroup_pods"]
+    )
+
+    nt = networktopology_handlers.NetworkTopologyReconciler(
+        runtime,
+        kwargs["networktopology_bodies"],
+        kwargs["appgroup_bodies"],
+        kwargs["appgroup_pods"],
+    )
+    memo["networktopology_reconciler"] = nt
+    runtime.tasks.append(asyncio.create_task(nt.resync_forever()))
+    runtime.tasks.append(asyncio.create_task(k8s.follow_nodes(runtime.api, nt.listed_nodes, nt.node_event)))
+
+    async def elected() -> None:
+        await memo["appgroup_reconciler"].reconcile_all()
+        nt.poke_all()
+
+    if config.leader_election:
+        runtime.tasks.append(
+            asyncio.create_task(
+                runtime.leadership.run(runtime.api, config.lease_namespace, config.lease_name, config.identity, elected)
+            )
+        )
+    else:
+        runtime.leadership.grant_unconditionally()
+
+
+@kopf.on.cleanup()
+async def stop(memo: Any, **_: Any) -> None:
+    runtime: Runtime | None = memo.get("runtime")
+    if runtime is None:
+        return
+    for task in runtime.tasks:
+        task.cancel()
+    await asyncio.gather(*runtime.tasks, return_exceptions=True)
+    for name in ("appgroup_reconciler", "networktopology_reconciler"):
+        reconciler = memo.get(name)
+        if reconciler is not None:
+            await reconciler.coalescer.close()
+    await runtime.api.close()

@@ -1,0 +1,80 @@
+"""Pods the kubelet rejected with TopologyAffinityError: hand them back to their controller.
+
+A failed pod is never rescheduled; its controller only replaces it once it is deleted. Pods
+owned by a ReplicaSet, StatefulSet or Job are deleted, at most once per backoff period per
+owner (doubling while the owner keeps failing), so the new pod gets a fresh, NUMA-aware
+placement. Standalone pods get an Event only: deleting them would lose them.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kubernetes_asyncio import client
+
+from toposched.apis.constants import SCHEDHOOK_COMPONENT
+from toposched.kube.events import post_event
+from toposched.kube.watch import list_objects
+
+logger = logging.getLogger(__name__)
+
+REASON = "TopologyAffinityError"
+EVENT_REASON = "TopologyAffinityRemediation"
+CONTROLLERS = ("ReplicaSet", "StatefulSet", "Job")
+
+
+@dataclass
+class Backoff:
+    initial: float = 10.0
+    maximum: float = 300.0
+    next_allowed: dict[str, float] = field(default_factory=dict)
+    delay: dict[str, float] = field(default_factory=dict)
+
+    def allow(self, owner: str, now: float) -> bool:
+        if now < self.next_allowed.get(owner, 0.0):
+            return False
+        delay = min(self.maximum, self.delay.get(owner, self.initial / 2) * 2)
+        self.delay[owner] = delay
+        self.next_allowed[owner] = now + delay
+        return True
+
+
+def decide(phase: str | None, reason: str | None, owners: list[Mapping[str, object]]) -> tuple[str, str | None]:
+    """("delete", owner key) | ("event", None) | ("ignore", None) for one pod."""
+    if phase != "Failed" or reason != REASON:
+        return "ignore", None
+    controller = next((o for o in owners if o.get("controller") and o.get("kind") in CONTROLLERS), None)
+    if controller is None:
+        return "event", None
+    return "delete", f"{controller['kind']}/{controller['name']}"
+
+
+async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff: Backoff | None = None) -> None:
+    core = client.CoreV1Api(api)
+    backoff = backoff or Backoff()
+    reported: set[str] = set()
+    while True:
+        try:
+            pods, _ = await list_objects(core.list_pod_for_all_namespaces, field_selector="status.phase=Failed")
+            for pod in pods:
+                meta, status = pod["metadata"], pod.get("status") or {}
+                action, owner = decide(status.get("phase"), status.get("reason"), meta.get("ownerReferences") or [])
+                key = f"{meta['namespace']}/{meta['name']}/{meta.get('uid')}"
+                body = {"apiVersion": "v1", "kind": "Pod", **pod}
+                if action == "delete" and owner is not None:
+                    if backoff.allow(f"{meta['namespace']}/{owner}", time.monotonic()):
+                        message = f"deleted so that {owner} recreates it on a node that can align it"
+                        await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
+                        await core.delete_namespaced_pod(meta["name"], meta["namespace"])
+                        logger.info("deleted %s (TopologyAffinityError, owner %s)", key, owner)
+                elif action == "event" and key not in reported:
+                    reported.add(key)
+                    message = "failed with TopologyAffinityError; not deleted (it has no controller)"
+                    await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("remediation pass failed: %s", exc)
+        await asyncio.sleep(period)

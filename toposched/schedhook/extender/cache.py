@@ -1,0 +1,375 @@
+"""The extender's watch-fed view of the cluster, plus reservations for NRTs that lag behind binds.
+
+Nodes, NodeResourceTopologies, AppGroups, NetworkTopologies and bound pods are listed and then
+watched; a failed watch lists again after a backoff. When the extender binds a pod it reserves
+the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT
+accounts for the pod (its pods fingerprint, else an update received after the bind), the pod is
+deleted or finishes, or the reservation times out; so a burst of pods does not see the same
+stale ``available`` and pile onto one zone.
+
+Parsed objects are patched per watch event, and snapshots share one columnar NodeTable refilled
+only for nodes whose NRT or reservations changed.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.networktopology import NetworkTopology
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.kube.watch import follow
+from toposched.schedhook.extender.reservations import Ledger, Reservation
+from toposched.schedhook.placement.columnar import NodeTable
+from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.model import NodeTopology, NumaZone, Placed, Pod
+from toposched.schedhook.placement.parse import from_nrt, links_of, node_view, placed_pod, pod_from_spec
+from toposched.schedhook.placement.snapshot import Snapshot
+
+logger = logging.getLogger(__name__)
+BASE_KINDS = ("nodes", "nrts", "appgroups", "networktopologies")
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+class ClusterCache:
+    def __init__(self, api: client.ApiClient, weights_name: str, reservation_timeout: float = 60.0) -> None:
+        self.api = api
+        self.weights_name = weights_name
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {
+            k: {} for k in ("nodes", "nrts", "appgroups", "networktopologies", "pods")
+        }
+        self.nrt_updated: dict[str, float] = {}
+        self.reservations = Ledger(reservation_timeout)
+        self._pods_on: dict[str, dict[str, tuple[str, str, Pod]]] = {}
+        """node -> pod key -> (namespace, name, pod) of the pods bound to it."""
+        self._pod_node: dict[str, str] = {}
+        self._pods_version: dict[str, int] = {}
+        self._accounted: dict[str, tuple[tuple[Any, int], frozenset[tuple[str, str]] | None]] = {}
+        self.synced = asyncio.Event()
+        self._synced_kinds: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
+        self._dirty: dict[str, set[str] | None] = {kind: None for kind in BASE_KINDS}
+        """Per kind, the keys changed since the base snapshot was last brought up to date (None: all)."""
+        self._placed: dict[str, Placed] = {}
+        self._base: Snapshot | None = None
+        self._allocatable: dict[str, dict[str, Decimal]] = {}
+        self._appgroup_keys: dict[str, tuple[str, str]] = {}
+        self._nrts: dict[str, NodeTopology] = {}
+        """Every NRT view, minus the reservations held on its node."""
+        self.table = NodeTable()
+
+    def start(self) -> None:
+        core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
+        sources: dict[str, Callable[..., Awaitable[Any]]] = {
+            "nodes": core.list_node,
+            "pods": core.list_pod_for_all_namespaces,
+        }
+        for kind, model in (
+            ("nrts", NodeResourceTopology),
+            ("appgroups", AppGroup),
+            ("networktopologies", NetworkTopology),
+        ):
+            sources[kind] = _custom_lister(custom, model)
+        for kind, lister in sources.items():
+            self._tasks.append(asyncio.create_task(self._follow(kind, lister)))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
+        def listed(items: list[dict[str, Any]]) -> None:
+            self.listed(kind, items)
+            self._mark_synced(kind)
+
+        extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
+        await follow(lister, listed, lambda type_, obj: self.event(kind, type_, obj), kind, **extra)
+
+    def listed(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """Replace every object of ``kind`` (a list, on start and after a failed watch)."""
+        store = self.objects[kind]
+        store.clear()
+        for item in items:
+            store[_key(item)] = item
+        parsed = self._parse_cache.get(kind, {})
+        for gone in [key for key in parsed if key not in store]:  # deleted while no watch ran
+            del parsed[gone]
+        if kind in BASE_KINDS:
+            self._dirty[kind] = None
+        if kind == "pods":
+            self._placed, self._pods_on, self._pod_node = {}, {}, {}
+            for k, v in store.items():
+                self._place(k, v)
+        if kind in ("nrts", "pods"):
+            self.reservations.check_all()
+
+    def event(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+        """Apply one watch event (ADDED, MODIFIED or DELETED) to the cache."""
+        store = self.objects[kind]
+        key = _key(obj)
+        if type_ == "DELETED":
+            store.pop(key, None)
+            self._parse_cache.get(kind, {}).pop(key, None)
+            if kind == "pods":
+                self._place(key, None)
+        elif type_ in ("ADDED", "MODIFIED"):
+            old = store.get(key)
+            store[key] = obj
+            if kind == "nodes" and old is not None and _node_signature(old) == _node_signature(obj):
+                return  # a heartbeat: nothing placement reads has changed
+            if kind == "nrts":
+                self.nrt_updated[obj["metadata"]["name"]] = time.monotonic()
+                self.reservations.check_again(obj["metadata"]["name"])
+            if kind == "pods":
+                self._place(key, obj)
+        else:
+            return
+        if kind == "pods" and key not in self._placed:  # deleted or finished: nothing left to hold
+            self.release(obj["metadata"].get("uid", ""))
+        dirty = self._dirty.get(kind)
+        if dirty is not None:
+            dirty.add(key)
+
+    def _place(self, key: str, pod: dict[str, Any] | None) -> None:
+        """Keep the bound pods and the node -> pods index (for fingerprints) in step."""
+        placed = placed_pod(pod) if pod is not None else None
+        if placed is None:
+            self._placed.pop(key, None)
+        else:
+            self._placed[key] = placed
+        node = placed.node if placed is not None else None
+        before = self._pod_node.get(key)
+        if before == node:
+            return
+        for changed in (before, node):
+            if changed is not None:
+                self.reservations.check_again(changed)
+        if before is not None:
+            self._pods_on.get(before, {}).pop(key, None)
+            self._pods_version[before] = self._pods_version.get(before, 0) + 1
+            del self._pod_node[key]
+        if node is not None and pod is not None:
+            meta = pod["metadata"]
+            entry = (meta.get("namespace", ""), meta["name"], pod_from_spec(pod.get("spec") or {}))
+            self._pods_on.setdefault(node, {})[key] = entry
+            self._pod_node[key] = node
+            self._pods_version[node] = self._pods_version.get(node, 0) + 1
+
+    def _nrt_accounts(self, node: str, key: str) -> bool | None:
+        """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none."""
+        body = self.objects["nrts"].get(f"/{node}")
+        if body is None:
+            return None
+        pods = self._pods_on.get(node, {})
+        version = (body["metadata"].get("resourceVersion"), self._pods_version.get(node, 0))
+        cached = self._accounted.get(node)
+        if cached is None or cached[0] != version:
+            attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
+            cached = (version, accounted(attributes, list(pods.values())))  # dict order = bind order
+            self._accounted[node] = cached
+        if cached[1] is None:
+            return None
+        entry = pods.get(key)  # absent: our own view has not seen the bind yet
+        return entry is not None and (entry[0], entry[1]) in cached[1]
+
+    def _mark_synced(self, kind: str) -> None:
+        self._synced_kinds.add(kind)
+        if len(self._synced_kinds) == len(self.objects) and not self.synced.is_set():
+            # Parse everything and fill the table now (about a second at 5,000 nodes), not in
+            # the first filter call, where the pods behind it would wait for it.
+            self.snapshot()
+            self.synced.set()
+
+    def reserve(self, reservation: Reservation) -> None:
+        self.reservations.reserve(reservation)
+
+    def release(self, pod_uid: str) -> None:
+        self.reservations.release(pod_uid)
+
+    def live_reservations(self) -> list[Reservation]:
+        """The reservations still held, after dropping those the NRTs now account for."""
+        return self.reservations.live(self._nrt_accounts, lambda node: self.nrt_updated.get(node, 0.0))
+
+    def topology_order(self, namespace: str, name: str) -> dict[str, int] | None:
+        """Workload selector -> index in the AppGroup's status.topologyOrder (None: no AppGroup or no order)."""
+        body = self.objects["appgroups"].get(f"{namespace}/{name}") or {}
+        entries = (body.get("status") or {}).get("topologyOrder") or []
+        try:
+            return {e["workload"]["selector"]: int(e["index"]) for e in entries} or None
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def snapshot(self, exclude: str = "") -> Snapshot:
+        """The cluster with live reservations taken off the NRTs (except those of pod ``exclude``).
+
+        The parsed objects are patched only where watch events changed them, a node's view
+        minus its reservations is kept until either changes, and only table rows of nodes
+        whose view changed are refilled: a filter call's cost follows the changes since the
+        last call, not the size of the cluster.
+        """
+        base, changed = self._base_snapshot()
+        self.live_reservations()
+        everything = changed is None
+        if changed is None:
+            self._nrts = dict(base.nrts)
+            changed = set(self.reservations.by_node)
+        changed |= self.reservations.take_stale()
+        mine = self.reservations.by_pod.get(exclude) if exclude else None
+        if mine is not None:  # this call only: the next one puts the pod's reservation back
+            changed.add(mine.node)
+            self.reservations.touch(mine.node)
+        for name in changed:
+            nrt = base.nrts.get(name)
+            held = tuple(r for r in self.reservations.by_node.get(name, {}).values() if not exclude or r.pod != exclude)
+            if nrt is None:
+                self._nrts.pop(name, None)
+            else:
+                self._nrts[name] = _minus(nrt, held) if held else nrt
+        if everything:
+            self.table.sync(self._nrts)
+        else:
+            self.table.update(self._nrts, changed)
+        return Snapshot(  # shares the cache's dicts: use it before the next await
+            locations=base.locations,
+            nrts=self._nrts,
+            appgroups=base.appgroups,
+            links=base.links,
+            placed=list(self._placed.values()),
+            table=self.table,
+        )
+
+    def _base_snapshot(self) -> tuple[Snapshot, set[str] | None]:
+        """Parsed nodes, NRTs, AppGroups and NetworkTopologies, patched where they changed; and
+        the names of the NRTs whose view changed (None: any may have)."""
+        dirty, self._dirty = self._dirty, {kind: set() for kind in BASE_KINDS}
+        try:
+            return self._patch_base(dirty)
+        except BaseException:  # half patched: start afresh next time rather than lose the rest
+            self._base, self._dirty = None, dict.fromkeys(BASE_KINDS)
+            raise
+
+    def _patch_base(self, dirty: dict[str, set[str] | None]) -> tuple[Snapshot, set[str] | None]:
+        snap = self._base
+        if snap is None or dirty["nodes"] is None or dirty["nrts"] is None:
+            snap = self._base = Snapshot()
+            self._allocatable, self._appgroup_keys = {}, {}
+            dirty = dict.fromkeys(BASE_KINDS)
+            nodes: set[str] | None = None
+            nrts: set[str] | None = None
+            changed: set[str] | None = None
+        else:
+            nodes, nrts, changed = dirty["nodes"], set(dirty["nrts"]), set()
+        for key in self.objects["nodes"] if nodes is None else nodes:
+            name = key.partition("/")[2]
+            body = self.objects["nodes"].get(key)
+            if body is None:
+                snap.locations.pop(name, None)
+                self._allocatable.pop(name, None)
+            else:
+                location, allocatable = self._parsed("nodes", key, body, node_view) or (None, {})
+                if location is None:
+                    snap.locations.pop(name, None)
+                else:
+                    snap.locations[name] = location
+                self._allocatable[name] = allocatable
+            if nrts is not None:
+                nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
+        for key in self.objects["nrts"] if nrts is None else nrts:
+            name = key.partition("/")[2]
+            body = self.objects["nrts"].get(key)
+            if body is None:
+                snap.nrts.pop(name, None)
+            else:
+                node_allocatable = self._allocatable.get(name, {})
+                extra = tuple(sorted(node_allocatable.items()))
+                view = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+                if view is None:
+                    snap.nrts.pop(name, None)  # unreadable: the node counts as one without an NRT
+                else:
+                    snap.nrts[name] = view
+            if changed is not None:
+                changed.add(name)
+        appgroups = dirty["appgroups"]
+        if appgroups is None:  # listed again: some may be gone without an event
+            snap.appgroups, self._appgroup_keys = {}, {}
+            appgroups = set(self.objects["appgroups"])
+        for key in appgroups:
+            body = self.objects["appgroups"].get(key)
+            old = self._appgroup_keys.pop(key, None)
+            if old is not None:
+                snap.appgroups.pop(old, None)
+            ag = self._parsed("appgroups", key, body, AppGroup.model_validate) if body is not None else None
+            if ag is not None:
+                self._appgroup_keys[key] = (ag.namespace or "default", ag.name)
+                snap.appgroups[self._appgroup_keys[key]] = ag
+        if dirty["networktopologies"] is None or dirty["networktopologies"]:
+            snap.links = {}
+            for nt_key, body in self.objects["networktopologies"].items():
+                snap.links.update(self._parsed("networktopologies", nt_key, body, self._links) or {})
+        return snap, changed
+
+    def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
+        return links_of(NetworkTopology.model_validate(body), self.weights_name)
+
+    def _parsed(self, kind: str, key: str, body: dict[str, Any], build: Callable[[Any], Any], extra: Any = None) -> Any:
+        version = (body["metadata"].get("resourceVersion"), extra)
+        cached = self._parse_cache.setdefault(kind, {}).get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            value = build(body)
+        except Exception as exc:  # one malformed object must not hide the others; said once per version
+            logger.warning("ignoring %s %s (resourceVersion %s): %s", kind, key, version[0], exc)
+            value = None
+        self._parse_cache[kind][key] = (version, value)
+        return value
+
+
+def _node_signature(node: dict[str, Any]) -> tuple[Any, Any]:
+    return (node.get("metadata") or {}).get("labels"), (node.get("status") or {}).get("allocatable")
+
+
+def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]], NodeTopology]:
+    def build(body: dict[str, Any]) -> NodeTopology:
+        return from_nrt(NodeResourceTopology.model_validate(body), node_allocatable)
+
+    return build
+
+
+def _minus(node: NodeTopology, held: tuple[Reservation, ...]) -> NodeTopology:
+    """The node with its reservations taken from their zones (lowest NUMA id first), in one copy."""
+    available = {z.numa: dict(z.available) for z in node.zones}
+    for r in held:
+        left = dict(r.request)
+        for numa in sorted(r.numa):
+            zone = available.get(numa)
+            if zone is None:
+                continue
+            for resource, amount in list(left.items()):
+                if resource in zone and amount > 0:
+                    used = min(zone[resource], amount)
+                    zone[resource] -= used
+                    left[resource] = amount - used
+    zones = tuple(NumaZone(z.numa, z.capacity, z.allocatable, available[z.numa]) for z in node.zones)
+    return replace(node, zones=zones)
+
+
+def _custom_lister(custom: client.CustomObjectsApi, model: Any) -> Callable[..., Awaitable[Any]]:
+    """Lists (and, through watch.Watch, watches) a custom resource in every namespace."""
+
+    async def list_all(**kwargs: Any) -> Any:
+        return await custom.list_cluster_custom_object(model.GROUP, model.VERSION, model.PLURAL, **kwargs)
+
+    return list_all

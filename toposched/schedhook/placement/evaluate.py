@@ -1,0 +1,355 @@
+"""One pod against every candidate node: verdict, reason, predicted NUMA zones and scores. Pure.
+
+Shared by the extender (filter and prioritize), ``toposched explain`` and the benchmarks.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
+from toposched.apis.quantity import parse_quantity
+from toposched.schedhook.placement import single_numa
+from toposched.schedhook.placement.columnar import Ints, NodeTable, eligible_pod, show_quantity
+from toposched.schedhook.placement.kubelet import predict
+from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
+from toposched.schedhook.placement.network import Edge, Location, Settings, normalize
+from toposched.schedhook.placement.network import evaluate as evaluate_network
+from toposched.schedhook.placement.parse import pod_from_spec
+from toposched.schedhook.placement.podpolicy import (
+    PodPolicy,
+    PolicyError,
+    effective_policy,
+    exclusive_ok,
+    numa_status,
+    parse_annotation,
+)
+from toposched.schedhook.placement.score import LEAST_ALLOCATED, node_score
+from toposched.schedhook.placement.snapshot import Snapshot
+from toposched.schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
+
+
+@dataclass
+class Config:
+    numa_strategy: str = LEAST_ALLOCATED
+    resource_weights: dict[str, int] = field(default_factory=lambda: {"cpu": 1, "memory": 1})
+    missing_nrt_fits: bool = True
+    """Nodes without an NRT: pass with the lowest NUMA score (True) or fail."""
+    network: Settings = field(default_factory=Settings)
+    numa_weight: int = 1
+    network_weight: int = 1
+    vectorize: bool = True
+    """Answer eligible nodes with the columnar path (False: one by one, for comparisons)."""
+
+
+@dataclass
+class NodeResult:
+    node: str
+    fit: bool
+    reason: str = ""
+    numa_zones: list[str] = field(default_factory=list)
+    scores: dict[str, int] = field(default_factory=dict)
+    score: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "fit": self.fit,
+            "reason": self.reason,
+            "numaZones": self.numa_zones,
+            "scores": self.scores,
+            "score": self.score,
+        }
+
+
+def shortfall(pod: Pod, node: NodeTopology) -> str:
+    """Which request no single zone can hold: ``cpu 6 requested, best zone has 4 available``."""
+    for c in [*pod.init_containers, *pod.containers]:
+        for resource, amount in container_request(c).items():
+            best = max((z.available.get(resource, Decimal(0)) for z in node.zones), default=Decimal(0))
+            reported = any(resource in z.available for z in node.zones)
+            if reported and amount > best:
+                return f"{resource} {show_quantity(amount)} requested, best zone has {show_quantity(best)} available"
+    return ""
+
+
+def _edges(appgroup: AppGroup) -> list[Edge]:
+    return [
+        Edge(
+            source=item.workload.selector,
+            target=dep.workload.selector,
+            max_cost=dep.max_network_cost,
+            min_bandwidth=parse_quantity(dep.min_bandwidth) if dep.min_bandwidth is not None else None,
+        )
+        for item in appgroup.spec.workloads
+        for dep in item.dependencies or ()
+    ]
+
+
+class Results:
+    """One pod against many nodes, column by column (the extender answers thousands of nodes per call)."""
+
+    def __init__(self, names: Sequence[str], table: NodeTable, rows: Ints, pod: Pod) -> None:
+        count = len(names)
+        self.pod = pod
+        """The pod as evaluated (parsed once)."""
+        self.names = tuple(names)
+        """A tuple: once the collector has seen it holds only strings it stops tracking it, and the
+        extender keeps hundreds of these (a list of thousands of names would be rescanned)."""
+        self.table = table
+        self.rows = rows
+        self.fit = np.ones(count, dtype=np.bool_)
+        self.reason = np.full(count, -1, dtype=np.int64)
+        """Why each rejected node fails, as a position in ``texts`` (-1: it fits)."""
+        self.texts: list[str] = []
+        self._text_ids: dict[str, int] = {}
+        self.numa_score = np.zeros(count, dtype=np.int64)
+        self.has_numa = np.zeros(count, dtype=np.bool_)
+        self.network_score: dict[int, int] = {}
+        self.score = np.zeros(count, dtype=np.int64)
+        self.zone = np.full(count, -1, dtype=np.int64)
+        """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
+        self.explicit: dict[int, list[int]] = {}
+        """Predicted NUMA ids of nodes answered one by one."""
+        self._fitting: tuple[str, ...] | None = None
+        self._names: npt.NDArray[np.object_] | None = None
+
+    def _text_id(self, reason: str) -> int:
+        found = self._text_ids.get(reason)
+        if found is None:
+            found = self._text_ids[reason] = len(self.texts)
+            self.texts.append(reason)
+        return found
+
+    def fail(self, i: int, reason: str) -> None:
+        self.fail_many(np.array([i], dtype=np.int64), [reason], np.zeros(1, dtype=np.int64))
+
+    def fail_many(self, which: Ints, reasons: Sequence[str], of: Ints) -> None:
+        """Reject nodes ``which``, the k-th for ``reasons[of[k]]`` (thousands of nodes share a few reasons)."""
+        ids = np.array([self._text_id(r) for r in reasons], dtype=np.int64)
+        self.fit[which] = False
+        self.reason[which] = ids[of]
+        self._fitting = None
+
+    def reason_of(self, i: int) -> str:
+        code = int(self.reason[i])
+        return self.texts[code] if code >= 0 else ""
+
+    def name_array(self) -> "npt.NDArray[np.object_]":
+        if self._names is None:
+            self._names = np.empty(len(self.names), dtype=object)
+            self._names[:] = self.names
+        return self._names
+
+    def numa_ids(self, i: int) -> list[int]:
+        if not self.fit[i]:
+            return []
+        if i in self.explicit:
+            return self.explicit[i]
+        if self.zone[i] >= 0:
+            return [int(self.zone[i])]
+        row = self.table.index.get(self.names[i])  # by name: the row may have been reused since
+        return self.table.zones_of(row) if row is not None else []
+
+    def zones(self, i: int) -> list[str]:
+        return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]
+
+    def fitting(self) -> tuple[str, ...]:
+        if self._fitting is None:
+            self._fitting = tuple(self.name_array()[self.fit].tolist())
+        return self._fitting
+
+    def scores_of(self, names: Sequence[str]) -> list[int]:
+        """Total scores of ``names`` (each a candidate), in their order."""
+        candidates = tuple(names)
+        if candidates == self.fitting():  # the usual call: prioritize after filter
+            return self.score[self.fit].tolist()  # type: ignore[no-any-return]
+        if candidates == self.names:
+            return self.score.tolist()
+        position = {n: i for i, n in enumerate(self.names)}
+        return [int(self.score[position[n]]) for n in names]
+
+    def node(self, i: int) -> NodeResult:
+        scores = {"numa": int(self.numa_score[i])} if self.has_numa[i] else {}
+        if i in self.network_score:
+            scores["network"] = self.network_score[i]
+        return NodeResult(
+            node=self.names[i],
+            fit=bool(self.fit[i]),
+            reason=self.reason_of(i),
+            numa_zones=self.zones(i),
+            scores=scores,
+            score=int(self.score[i]),
+        )
+
+    def all(self) -> list[NodeResult]:
+        return [self.node(i) for i in range(len(self.names))]
+
+
+def evaluate_pod(
+    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
+) -> list[NodeResult]:
+    return evaluate(pod_body, candidates, snapshot, config).all()
+
+
+def evaluate(
+    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
+) -> Results:
+    config = config or Config()
+    meta = pod_body.get("metadata") or {}
+    pod = pod_from_spec(pod_body.get("spec") or {})
+    labels = meta.get("labels") or {}
+    if snapshot.table is None:
+        snapshot.table = NodeTable()
+        snapshot.table.sync(snapshot.nrts)
+    table = snapshot.table
+    rows = table.rows(candidates)
+    results = Results(candidates, table, rows, pod)
+    try:
+        pod_policy = parse_annotation((meta.get("annotations") or {}).get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
+        policy_error = ""
+    except PolicyError as exc:
+        pod_policy, policy_error = parse_annotation(None), f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
+
+    if policy_error:
+        everyone = np.arange(len(candidates), dtype=np.int64)
+        results.fail_many(everyone, [policy_error], np.zeros(len(candidates), dtype=np.int64))
+        return results
+    columnar = np.zeros(len(candidates), dtype=np.bool_)
+    if (
+        config.vectorize
+        and pod_policy.policy in (NONE, SINGLE_NUMA_NODE)
+        and eligible_pod(pod, config.numa_strategy, pod_policy.exclusive is not None)
+    ):
+        known = rows >= 0
+        columnar[known] = table.single_numa[rows[known]]
+    _columnar(pod, results, np.flatnonzero(columnar), config)
+    _one_by_one(pod, pod_policy, results, np.flatnonzero(~columnar).tolist(), snapshot, config)
+    _network(pod_body, labels, results, snapshot, config)
+    # A weighted mean of the scores that apply (a pod outside AppGroups has no network score).
+    weighted = results.numa_score * config.numa_weight * results.has_numa
+    weights = results.has_numa * config.numa_weight
+    for i, value in results.network_score.items():
+        weighted[i] += value * config.network_weight
+        weights[i] += config.network_weight
+    results.score = np.where(weights > 0, weighted // np.maximum(weights, 1), 0)
+    return results
+
+
+def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
+    if not len(which):
+        return
+    table = results.table
+    answer = table.answer(pod, results.rows[which], config.numa_strategy, config.resource_weights)
+    rejected = np.flatnonzero(~answer.admitted)
+    if len(rejected):
+        failed = which[rejected]
+        # One reason per (scope, shortfall) pair, not per node.
+        scoped = table.pod_scope[results.rows[failed]].astype(np.int64)
+        pair = (answer.shortfall[rejected] + 1) * 2 + scoped
+        pairs = np.flatnonzero(np.bincount(pair))  # the pairs present, without sorting every node's
+        position = np.zeros(int(pairs[-1]) + 1, dtype=np.int64)
+        position[pairs] = np.arange(len(pairs))
+        of = position[pair]
+        reasons = []
+        for code in pairs.tolist():
+            detail, pod_scope = divmod(code, 2)
+            head = "cannot align pod" if pod_scope else f"cannot align container {pod.containers[0].name}"
+            head += " on one NUMA zone"
+            reasons.append(f"{head}: {answer.details[detail - 1]}" if detail else head)
+        results.fail_many(failed, reasons, of)
+    admitted = which[answer.admitted]
+    results.zone[admitted] = answer.zone[answer.admitted]
+    results.numa_score[admitted] = answer.score[answer.admitted]
+    results.has_numa[admitted] = True
+
+
+def _one_by_one(
+    pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: Config
+) -> None:
+    hints: dict[tuple[object, ...], list[tuple[str, float, str]]] = {}
+    for i in which:
+        name = results.names[i]
+        nrt = snapshot.nrts.get(name)
+        if nrt is None:
+            if config.missing_nrt_fits:
+                results.has_numa[i] = True  # with the lowest score
+            else:
+                results.fail(i, "no NodeResourceTopology for this node")
+            continue
+        try:
+            policy = effective_policy(pod_policy, nrt.policy)
+        except PolicyError as exc:
+            results.fail(i, str(exc))
+            continue
+        node = nrt if policy == nrt.policy else _with_policy(nrt, policy)
+        if single_numa.applies(pod, node):
+            key = single_numa.hint_key(pod, node)
+            if key not in hints:
+                hints[key] = single_numa.hinted(pod, node) or []
+            admitted, chosen = single_numa.admit_zone(pod, node, hints[key])
+            scope_key = "pod" if node.scope == "pod" else pod.containers[0].name
+            verdict = Verdict(admitted, "" if admitted else f"cannot align {_what(node, pod)}", {scope_key: chosen})
+        else:
+            verdict = predict(node, pod)
+        if not verdict.admit:
+            detail = shortfall(pod, node)
+            results.fail(i, f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else ""))
+            continue
+        zones = sorted({n for ids in verdict.numa.values() for n in ids})
+        results.explicit[i] = zones
+        numa_score = node_score(config.numa_strategy, node, pod, verdict.numa, config.resource_weights)
+        if pod_policy.exclusive and zones:
+            placements = [p.numa for p in snapshot.placed if p.node == name and p.numa]
+            statuses = {n: numa_status(placements, n) for n in node.numa_ids}
+            if not exclusive_ok(zones, statuses):
+                if pod_policy.exclusive == "Required":
+                    results.fail(i, "NUMA zones not exclusive as singleNUMANodeExclusive requires")
+                    continue
+                numa_score = 0
+        results.numa_score[i] = numa_score
+        results.has_numa[i] = True
+
+
+def _what(node: NodeTopology, pod: Pod) -> str:
+    return "pod" if node.scope == "pod" else f"container {pod.containers[0].name}"
+
+
+def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:
+    return replace(node, policy=policy)
+
+
+def _network(
+    pod_body: Mapping[str, Any], labels: Mapping[str, str], results: Results, snapshot: Snapshot, config: Config
+) -> None:
+    namespace = (pod_body.get("metadata") or {}).get("namespace", "default")
+    group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
+    appgroup = snapshot.appgroups.get((namespace, group or ""))
+    if appgroup is None or workload is None:
+        return
+    edges = _edges(appgroup)
+    placed = [(p.workload, p.node) for p in snapshot.placed if p.namespace == namespace and p.appgroup == group]
+    placed_pairs = [(w, n) for w, n in placed if w]
+    hosts = {n for _, n in placed_pairs}
+    # The answer depends on the node only through its location, unless a related pod runs on it.
+    seen: dict[tuple[Location | None, str], Any] = {}
+    raw: dict[int, int] = {}
+    for i in np.flatnonzero(results.fit).tolist():
+        name = results.names[i]
+        key = (snapshot.locations.get(name), name if name in hosts else "")
+        ev = seen.get(key)
+        if ev is None:
+            ev = seen[key] = evaluate_network(
+                workload, name, snapshot.locations, edges, placed_pairs, snapshot.links, config.network
+            )
+        if not ev.fits:
+            why = "; ".join(ev.reasons or ["more violated than satisfied"])
+            results.fail(i, f"network requirements not met: {why}")
+            continue
+        raw[i] = ev.cost
+    results.network_score.update(normalize(raw))

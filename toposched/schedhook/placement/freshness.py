@@ -1,0 +1,62 @@
+"""Does a node's NRT already account for the pods bound to it? Pure.
+
+The exporter publishes ``nodeTopologyPodsFingerprint``: the pfp0v001 fingerprint of the pods the
+kubelet reported (all of them, or only those holding exclusive resources, as
+``nodeTopologyPodsFingerprintMethod`` says). When the fingerprint of the pods the extender
+knows on the node (or of all but the newest few: an NRT is usually a little behind) is the same,
+the NRT's ``available`` already has their requests taken off, and the reservations of those pods
+can go, while the newer ones stay.
+"""
+
+from collections.abc import Mapping, Sequence
+
+from toposched.apis.constants import (
+    NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_MEMORY_MANAGER_POLICY,
+    NRT_ATTR_PODS_FINGERPRINT,
+    NRT_ATTR_PODS_FINGERPRINT_METHOD,
+)
+from toposched.apis.fingerprint import METHOD_ALL, fingerprint
+from toposched.schedhook.placement.model import HOST_LEVEL, Pod, container_request, numa_affine
+
+
+def exclusive(pod: Pod, cpu_manager: str | None, memory_manager: str | None) -> bool:
+    """Would the kubelet give this pod exclusive CPUs, NUMA-pinned memory or devices?
+
+    Devices are assumed to have topology (the exporter counts only those that do; a node whose
+    devices have none then never matches and its reservations time out instead)."""
+    guaranteed = pod.qos == "Guaranteed"
+    for c in [*pod.init_containers, *pod.containers]:
+        for resource, amount in container_request(c).items():
+            if amount <= 0 or resource in HOST_LEVEL:
+                continue
+            if resource == "cpu":
+                if cpu_manager == "static" and guaranteed and amount == amount.to_integral_value():
+                    return True
+            elif numa_affine(resource):
+                if memory_manager == "Static" and guaranteed:
+                    return True
+            else:
+                return True
+    return False
+
+
+def accounted(
+    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], lag: int = 8
+) -> frozenset[tuple[str, str]] | None:
+    """The pods (namespace, name) the NRT accounts for; None when it has no fingerprint.
+
+    ``pods`` are the pods bound to the node, oldest bind first. An NRT is usually a little
+    behind: it matches the pods without the newest few. Up to ``lag`` newest are tried before
+    giving up (an empty set: nothing can be said)."""
+    published = attributes.get(NRT_ATTR_PODS_FINGERPRINT)
+    if not published:
+        return None
+    method = attributes.get(NRT_ATTR_PODS_FINGERPRINT_METHOD, METHOD_ALL)
+    cpu, memory = attributes.get(NRT_ATTR_CPU_MANAGER_POLICY), attributes.get(NRT_ATTR_MEMORY_MANAGER_POLICY)
+    counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or exclusive(pod, cpu, memory)]
+    for newest in range(min(lag, len(counted)) + 1):
+        prefix = counted[: len(counted) - newest]
+        if fingerprint(prefix) == published:
+            return frozenset(prefix)
+    return frozenset()

@@ -1,0 +1,132 @@
+"""What the placement logic knows of a node's NUMA zones and of a pod's requests. Pure data.
+
+A ``NumaZone`` is one NUMA node of a machine as its NRT zone reports it; failure-domain zones
+(``topology.kubernetes.io/zone``) are network locations and live in ``placement.network``.
+"""
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from toposched.schedhook.placement.topologymanager import NONE
+
+HOST_LEVEL = ("ephemeral-storage", "storage")
+
+
+def numa_affine(resource: str) -> bool:
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+@dataclass(frozen=True)
+class NumaZone:
+    numa: int
+    capacity: Mapping[str, Decimal]
+    allocatable: Mapping[str, Decimal]
+    available: Mapping[str, Decimal]
+
+    @functools.cached_property
+    def floats(self) -> dict[str, dict[str, float]]:
+        """The same values as floats, for the fast path (computed once per zone)."""
+        return {
+            "capacity": {k: float(v) for k, v in self.capacity.items()},
+            "allocatable": {k: float(v) for k, v in self.allocatable.items()},
+            "available": {k: float(v) for k, v in self.available.items()},
+        }
+
+
+@dataclass(frozen=True)
+class NodeTopology:
+    name: str
+    zones: tuple[NumaZone, ...]
+    policy: str = NONE
+    scope: str = "container"
+    cpu_manager: str | None = None
+    """None: the NRT does not say (fall back to the upstream filter)."""
+    memory_manager: str | None = None
+    node_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
+    distances: Mapping[int, Mapping[int, int]] = field(default_factory=dict)
+    """NUMA id -> NUMA id -> distance, from the zones' costs."""
+    max_numa: int = 8
+    """The kubelet's topologyManagerMaxNUMANodes (attribute), for LeastNUMANodes."""
+
+    @property
+    def numa_ids(self) -> list[int]:
+        return [z.numa for z in self.zones]
+
+    @functools.cached_property
+    def reported(self) -> frozenset[str]:
+        """Resources some zone reports (a device resource no zone reports is host-level)."""
+        return frozenset(r for z in self.zones for r in z.allocatable)
+
+    @property
+    def knows_managers(self) -> bool:
+        return self.cpu_manager is not None and self.memory_manager is not None
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    requests: Mapping[str, Decimal]
+    limits: Mapping[str, Decimal] = field(default_factory=dict)
+    sidecar: bool = False
+    """A restartable init container: runs alongside the app containers."""
+
+    @functools.cached_property
+    def request(self) -> dict[str, Decimal]:
+        """Requests, defaulting to limits as the apiserver does."""
+        return {**dict(self.limits), **dict(self.requests)}
+
+
+@dataclass(frozen=True)
+class Pod:
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+
+    @functools.cached_property
+    def qos(self) -> str:
+        everything = [*self.init_containers, *self.containers]
+        if all(not c.requests.get(r) and not c.limits.get(r) for c in everything for r in ("cpu", "memory")):
+            return "BestEffort"
+        for c in everything:
+            for r in ("cpu", "memory"):
+                limit = c.limits.get(r)
+                if limit is None or c.requests.get(r, limit) != limit:
+                    return "Burstable"
+        return "Guaranteed"
+
+    def effective(self) -> dict[str, Decimal]:
+        """The pod-level request: max(sum of app and sidecar containers, each init container)."""
+        total: dict[str, Decimal] = {}
+        for c in [*self.containers, *(c for c in self.init_containers if c.sidecar)]:
+            for r, q in container_request(c).items():
+                total[r] = total.get(r, Decimal(0)) + q
+        for c in self.init_containers:
+            if not c.sidecar:
+                for r, q in container_request(c).items():
+                    total[r] = max(total.get(r, Decimal(0)), q)
+        return total
+
+
+def container_request(c: Container) -> dict[str, Decimal]:
+    """Requests, defaulting to limits as the apiserver does."""
+    return c.request
+
+
+@dataclass(frozen=True)
+class Verdict:
+    admit: bool
+    reason: str = ""
+    numa: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Container (or ``pod`` in pod scope) -> NUMA nodes the kubelet is predicted to use."""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A bound pod as the placement logic needs it."""
+
+    namespace: str
+    node: str
+    appgroup: str | None = None
+    workload: str | None = None
+    numa: tuple[int, ...] = ()

@@ -1,0 +1,163 @@
+"""Node scores from NUMA zones, with the upstream NodeResourceTopologyMatch formulas. Pure.
+
+LeastAllocated, MostAllocated and BalancedAllocation score a zone from the request ``r`` and
+the zone's available ``a`` (integer math, 0..100) and weight the requested resources
+(default 1 each). Upstream scores the worst zone; toposched scores the zone(s) the kubelet is
+predicted to use when a prediction exists (``zones_for``), and the worst zone otherwise.
+LeastNUMANodes rewards pods that fit in few, close NUMA nodes.
+"""
+
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, NumaZone, Pod, container_request, numa_affine
+
+MAX_SCORE = 100
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+BALANCED_ALLOCATION = "BalancedAllocation"
+LEAST_NUMA_NODES = "LeastNUMANodes"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES)
+MISSING_DISTANCE = 255
+
+
+def _scored(request: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    return {r: q for r, q in request.items() if q > 0 and r not in HOST_LEVEL}
+
+
+def zone_score(
+    strategy: str, request: Mapping[str, Decimal], available: Mapping[str, Decimal], weights: Mapping[str, int]
+) -> int:
+    """One zone's (or merged zones') score for ``request``."""
+    scored = _scored(request)
+    if not scored:
+        return 0
+    if strategy == BALANCED_ALLOCATION:
+        fractions = []
+        for r, q in scored.items():
+            a = available.get(r, Decimal(0))
+            f = Decimal(1) if a == 0 else q / a
+            if f > 1:
+                return 0
+            fractions.append(float(f))
+        if len(fractions) < 2:
+            return MAX_SCORE  # one fraction has no variance
+        return int((1 - statistics.variance(fractions)) * MAX_SCORE)
+    total, weight_sum = 0, 0
+    for r, q in scored.items():
+        a = available.get(r, Decimal(0))
+        w = max(1, weights.get(r, 1))
+        if a == 0 or q > a:
+            value = 0
+        elif strategy == MOST_ALLOCATED:
+            value = int(q * MAX_SCORE / a)
+        else:
+            value = int((a - q) * MAX_SCORE / a)
+        total += value * w
+        weight_sum += w
+    return total // weight_sum
+
+
+def _merged(zones: Sequence[NumaZone]) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    for z in zones:
+        for r, v in z.available.items():
+            out[r] = out.get(r, Decimal(0)) + v
+    return out
+
+
+def node_score(
+    strategy: str,
+    node: NodeTopology,
+    pod: Pod,
+    predicted: Mapping[str, Sequence[int]] | None = None,
+    weights: Mapping[str, int] | None = None,
+) -> int:
+    """The node's score; ``predicted`` maps container (or ``pod``) to the NUMA ids the kubelet would use."""
+    if strategy == LEAST_NUMA_NODES:
+        return least_numa_nodes(node, pod)
+    if pod.qos != "Guaranteed":
+        return MAX_SCORE
+    weights = weights or {"cpu": 1, "memory": 1}
+    by_id = {z.numa: z for z in node.zones}
+
+    def score_of(name: str, request: Mapping[str, Decimal]) -> int:
+        chosen = [by_id[n] for n in (predicted or {}).get(name, ()) if n in by_id]
+        if chosen:
+            return zone_score(strategy, request, _merged(chosen), weights)
+        scores = [s for z in node.zones if (s := zone_score(strategy, request, z.available, weights)) > 0]
+        return min(scores) if scores else 0  # upstream: assume the worst zone
+
+    if node.scope == "pod":
+        return score_of("pod", pod.effective())
+    containers = [*pod.init_containers, *pod.containers]
+    if not containers:
+        return 0
+    return sum(score_of(c.name, container_request(c)) for c in containers) // len(containers)
+
+
+def _distance(combo: Sequence[int], costs: Mapping[int, Mapping[int, int]]) -> float:
+    total = sum(costs.get(i, {}).get(j, MISSING_DISTANCE) for i in combo for j in combo)
+    return total / (len(combo) ** 2)
+
+
+def _fewest_zones(
+    request: Mapping[str, Decimal],
+    guaranteed: bool,
+    free: dict[int, dict[str, Decimal]],
+    costs: Mapping[int, Mapping[int, int]],
+) -> tuple[int, bool, tuple[int, ...]] | None:
+    """(number of zones, optimal distance, zones) of the smallest fitting combination."""
+    wanted = {r: q for r, q in request.items() if q > 0}
+    ids = sorted(free)
+    for k in range(1, len(ids) + 1):
+        combos = list(itertools.combinations(ids, k))
+        best_distance = min(_distance(c, costs) for c in combos)
+        fitting = []
+        for combo in combos:
+            if any(r not in free[n] for n in combo for r in wanted):
+                continue
+            fits = all(
+                (not guaranteed and numa_affine(r)) or sum(free[n][r] for n in combo) >= q for r, q in wanted.items()
+            )
+            if fits:
+                fitting.append(combo)
+        if fitting:
+            chosen = min(fitting, key=lambda c: _distance(c, costs))
+            return k, _distance(chosen, costs) == best_distance, chosen
+    return None
+
+
+def least_numa_nodes(node: NodeTopology, pod: Pod) -> int:
+    """100 - zones x (100 / maxNUMA), plus half a step when the zones are as close as any could be."""
+    step = MAX_SCORE // node.max_numa
+    costs = node.distances
+    free = {z.numa: dict(z.available) for z in node.zones}
+    guaranteed = pod.qos == "Guaranteed"
+    reported = {r for z in node.zones for r in z.available}
+    if node.scope == "pod":
+        requests = [pod.effective()]
+    else:
+        requests = [container_request(c) for c in [*pod.init_containers, *pod.containers]]
+    worst, optimal, any_numa = 0, True, False
+    for request in requests:
+        relevant = {r: q for r, q in request.items() if q > 0 and r in reported}
+        if not relevant:
+            continue
+        any_numa = True
+        found = _fewest_zones(relevant, guaranteed, free, costs)
+        if found is None:
+            return 0
+        k, opt, zones = found
+        worst, optimal = max(worst, k), optimal and opt
+        if node.scope != "pod":
+            for r, q in relevant.items():  # lowest zone first, as upstream
+                for n in zones:
+                    used = min(free[n].get(r, Decimal(0)), q)
+                    free[n][r] = free[n].get(r, Decimal(0)) - used
+                    q -= used
+    if not any_numa:
+        return MAX_SCORE
+    return MAX_SCORE - worst * step + (step // 2 if optimal else 0)

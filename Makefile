@@ -8,7 +8,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
-PACKAGES := toposched apis operators exporter schedhook
 
 .PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean
 

@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes_asyncio import client, config, watch
 
 from testkit.cluster import free_port
-from testkit.paths import REPO
+from testkit.paths import REPO, SCHEDULER_CONFIG
 
 NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 BENCH_LABEL = "toposched-bench"
@@ -169,7 +169,7 @@ class Harness:
             if time.monotonic() > deadline:
                 raise SetupError(f"the extender did not become ready; see {self.work / f'extender-{profile}.log'}")
             await asyncio.sleep(0.2)
-        conf = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
+        conf = Template(SCHEDULER_CONFIG.read_text()).substitute(
             KUBECONFIG=self.kubeconfig,
             LEADER_ELECT="false",
             LEASE_NAMESPACE="kube-system",

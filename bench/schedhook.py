@@ -30,7 +30,7 @@ from testkit.nrt import POD, nrt
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.server import Extender
-from toposched.schedhook.placement.evaluate import Config, evaluate
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.snapshot import snapshot
 
 CHURN_PER_SECOND = 200
@@ -89,7 +89,7 @@ async def _churn(cache: ClusterCache, names: list[str], rng: random.Random) -> N
 
 
 async def _over_http(cache: ClusterCache, bodies: list[dict[str, Any]], repeats: int) -> list[list[float]]:
-    extender = Extender(cache, api=None, config=Config(), bind_wait=0)
+    extender = Extender(cache, api=None, config=PlacementConfig(), bind_wait=0)
     runner = web.AppRunner(extender.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -113,7 +113,7 @@ async def _over_http(cache: ClusterCache, bodies: list[dict[str, Any]], repeats:
 
 def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shape: bool) -> list[float]:
     snap = snapshot(nrts=bodies)
-    evaluate(POD, names, snap, Config())  # the first call builds the table, as the extender's cache does once
+    evaluate(POD, names, snap, PlacementConfig())  # the first call builds the table, as the extender's cache does once
     assert snap.table is not None
     rng = random.Random(5)
     out = []
@@ -125,7 +125,7 @@ def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shap
         t0 = time.perf_counter()
         if not new_shape:
             snap.table.update(snap.nrts, [name])
-        evaluate(pod, names, snap, Config())
+        evaluate(pod, names, snap, PlacementConfig())
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
@@ -136,7 +136,7 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     for i, body in enumerate(bodies):
         body["metadata"]["resourceVersion"] = str(i)
     names = sorted(b["metadata"]["name"] for b in bodies)
-    fits = len(evaluate(POD, names, snapshot(nrts=bodies), Config()).fitting())
+    fits = len(evaluate(POD, names, snapshot(nrts=bodies), PlacementConfig()).fitting())
     pure = _pure(names, bodies, repeats, new_shape=False)
     pure_new = _pure(names, bodies, repeats, new_shape=True)
     cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: events are applied below

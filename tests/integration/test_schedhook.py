@@ -17,7 +17,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
-from testkit.paths import EXAMPLES, REPO
+from testkit.paths import EXAMPLES, REPO, SCHEDULER_CONFIG
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.operators.appgroup.toposort import sort_spec
@@ -49,7 +49,7 @@ def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFa
     )
     (work / "webhook-port").write_text(str(webhook_port))
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    config = Template((REPO / "deploy" / "kube-scheduler-config.yaml").read_text()).substitute(
+    config = Template(SCHEDULER_CONFIG.read_text()).substitute(
         KUBECONFIG=kubeconfig,
         LEADER_ELECT="false",
         LEASE_NAMESPACE="kube-system",

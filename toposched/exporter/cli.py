@@ -57,13 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toposched.exporter.daemon import Exporter, Settings
+    from toposched.exporter.daemon import Exporter, ExporterSettings
 
     if not args.node:
         print("toposched exporter: --node or $NODE_NAME is required", file=sys.stderr)
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = Settings(
+    settings = ExporterSettings(
         node=args.node,
         sysfs=args.sysfs,
         kubelet_config=args.kubelet_config if args.kubelet_config.exists() else None,

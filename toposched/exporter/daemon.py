@@ -44,7 +44,7 @@ STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kube
 
 
 @dataclass(frozen=True)
-class Settings:
+class ExporterSettings:
     node: str
     sysfs: Path
     kubelet_config: Path | None
@@ -60,7 +60,7 @@ class Settings:
 
 
 class Exporter:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ExporterSettings) -> None:
         self.s = settings
         self.changed = asyncio.Event()
         self.first_poll = asyncio.Event()

@@ -43,7 +43,7 @@ class Leadership:
             logger.warning("lost the lease %s/%s; following", namespace, name)
             self.leading.clear()
 
-        cfg = electionconfig.Config(
+        cfg = electionconfig.PlacementConfig(
             lock,
             lease_duration=15,
             renew_deadline=10,

@@ -16,7 +16,7 @@ from toposched.operators import k8s
 from toposched.operators.appgroup import handlers as appgroup_handlers
 from toposched.operators.networktopology import handlers as networktopology_handlers
 from toposched.operators.runtime import Runtime
-from toposched.operators.settings import Settings
+from toposched.operators.settings import OperatorSettings
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ async def start(
     memo: Any,
     **kwargs: Any,
 ) -> None:
-    config = Settings.from_env()
+    config = OperatorSettings.from_env()
     # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
     settings.peering.standalone = True
     settings.watching.server_timeout = 300

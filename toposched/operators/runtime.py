@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from kubernetes_asyncio import client
 
 from toposched.operators.leader import Leadership
-from toposched.operators.settings import Settings
+from toposched.operators.settings import OperatorSettings
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class Runtime:
-    settings: Settings
+    settings: OperatorSettings
     api: client.ApiClient
     leadership: Leadership = field(default_factory=Leadership)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)

@@ -10,7 +10,7 @@ def _env(name: str, default: str) -> str:
 
 
 @dataclass(frozen=True)
-class Settings:
+class OperatorSettings:
     metrics_port: int
     """Port of the Prometheus /metrics endpoint; 0 turns it off."""
     leader_election: bool
@@ -28,7 +28,7 @@ class Settings:
     """Every NetworkTopology is recomputed at least this often."""
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> "OperatorSettings":
         return cls(
             metrics_port=int(_env("METRICS_PORT", "9090")),
             leader_election=_env("LEADER_ELECTION", "true").lower() in ("1", "true", "yes"),

@@ -65,7 +65,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from toposched.schedhook.controllers.remediation import remediate_forever
     from toposched.schedhook.extender.cache import ClusterCache
     from toposched.schedhook.extender.server import Extender
-    from toposched.schedhook.placement.evaluate import Config
+    from toposched.schedhook.placement.evaluate import PlacementConfig
     from toposched.schedhook.webhooks.admission import Rules
     from toposched.schedhook.webhooks.server import Webhooks
 
@@ -73,7 +73,7 @@ async def _serve(args: argparse.Namespace) -> None:
     async with await connect(pool_size=64, read_environment=False) as api:
         cache = ClusterCache(api, args.weights_name, args.reservation_timeout)
         cache.start()
-        placement = Config(numa_strategy=args.strategy, missing_nrt_fits=args.missing_nrt == "pass")
+        placement = PlacementConfig(numa_strategy=args.strategy, missing_nrt_fits=args.missing_nrt == "pass")
         runner = web.AppRunner(Extender(cache, api, placement, args.bind_wait).app(), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, args.address, args.port).start()

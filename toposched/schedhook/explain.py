@@ -41,7 +41,7 @@ def documents(path: Path | None) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toposched.schedhook.placement.evaluate import Config, evaluate_pod
+    from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
     from toposched.schedhook.placement.score import STRATEGIES
     from toposched.schedhook.placement.snapshot import snapshot
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"toposched explain: {exc}", file=sys.stderr)
         return 1
     candidates = [n["metadata"]["name"] for n in nodes] or sorted(snap.nrts)
-    results = evaluate_pod(pods[0], candidates, snap, Config(numa_strategy=args.strategy))
+    results = evaluate_pod(pods[0], candidates, snap, PlacementConfig(numa_strategy=args.strategy))
     if args.output == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0

@@ -27,7 +27,7 @@ from prometheus_client import Counter, Histogram
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.placement.evaluate import Config, Results, evaluate
+from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
 from toposched.schedhook.placement.model import container_request
 
 logger = logging.getLogger(__name__)
@@ -56,11 +56,11 @@ BIND_WAIT = Histogram(
 
 class Extender:
     def __init__(
-        self, cache: ClusterCache, api: client.ApiClient, config: Config | None = None, bind_wait: float = 0.25
+        self, cache: ClusterCache, api: client.ApiClient, config: PlacementConfig | None = None, bind_wait: float = 0.25
     ) -> None:
         self.cache = cache
         self.api = api
-        self.config = config or Config()
+        self.config = config or PlacementConfig()
         self.bind_wait = bind_wait
         self.last: OrderedDict[str, tuple[Results, dict[str, Decimal]]] = OrderedDict()
         """Per pod uid: the latest filter's results and the pod's request, for prioritize and bind."""

@@ -39,7 +39,7 @@ class Answer:
     """The vectorised verdicts for some rows of the table."""
 
     admitted: Bools
-    zone: Ints
+    numa_zone: Ints
     """The NUMA id the kubelet would use, or -1 when no request gets a hint (every zone)."""
     score: Ints
     shortfall: Ints
@@ -225,7 +225,7 @@ class NodeTable:
         whole = memo.answer
         return Answer(
             admitted=whole.admitted[rows],
-            zone=whole.zone[rows],
+            numa_zone=whole.numa_zone[rows],
             score=whole.score[rows],
             shortfall=whole.shortfall[rows],
             details=whole.details,
@@ -280,7 +280,7 @@ class NodeTable:
         else:
             score = np.full(count, MAX_SCORE, dtype=np.int64)
         shortfall, details = self._shortfall(request, at, admitted)
-        return Answer(admitted=admitted, zone=zone, score=score, shortfall=shortfall, details=details)
+        return Answer(admitted=admitted, numa_zone=zone, score=score, shortfall=shortfall, details=details)
 
     def _score(
         self,
@@ -351,7 +351,7 @@ class _Memo:
     def patch(self, rows: Ints, fresh: Answer) -> None:
         whole = self.answer
         whole.admitted[rows] = fresh.admitted
-        whole.zone[rows] = fresh.zone
+        whole.numa_zone[rows] = fresh.numa_zone
         whole.score[rows] = fresh.score
         ids = np.array([self._detail_id(text) for text in fresh.details] + [-1], dtype=np.int64)
         whole.shortfall[rows] = ids[fresh.shortfall]  # -1 picks the trailing -1

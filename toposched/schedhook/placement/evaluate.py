@@ -18,7 +18,7 @@ from toposched.schedhook.placement import single_numa
 from toposched.schedhook.placement.columnar import Ints, NodeTable, eligible_pod, show_quantity
 from toposched.schedhook.placement.kubelet import predict
 from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
-from toposched.schedhook.placement.network import Edge, Location, Settings, normalize
+from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, normalize
 from toposched.schedhook.placement.network import evaluate as evaluate_network
 from toposched.schedhook.placement.parse import pod_from_spec
 from toposched.schedhook.placement.podpolicy import (
@@ -35,12 +35,12 @@ from toposched.schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
 
 
 @dataclass
-class Config:
+class PlacementConfig:
     numa_strategy: str = LEAST_ALLOCATED
     resource_weights: dict[str, int] = field(default_factory=lambda: {"cpu": 1, "memory": 1})
     missing_nrt_fits: bool = True
     """Nodes without an NRT: pass with the lowest NUMA score (True) or fail."""
-    network: Settings = field(default_factory=Settings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
     numa_weight: int = 1
     network_weight: int = 1
     vectorize: bool = True
@@ -112,7 +112,7 @@ class Results:
         self.has_numa = np.zeros(count, dtype=np.bool_)
         self.network_score: dict[int, int] = {}
         self.score = np.zeros(count, dtype=np.int64)
-        self.zone = np.full(count, -1, dtype=np.int64)
+        self.numa_zone = np.full(count, -1, dtype=np.int64)
         """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
         self.explicit: dict[int, list[int]] = {}
         """Predicted NUMA ids of nodes answered one by one."""
@@ -151,8 +151,8 @@ class Results:
             return []
         if i in self.explicit:
             return self.explicit[i]
-        if self.zone[i] >= 0:
-            return [int(self.zone[i])]
+        if self.numa_zone[i] >= 0:
+            return [int(self.numa_zone[i])]
         row = self.table.index.get(self.names[i])  # by name: the row may have been reused since
         return self.table.zones_of(row) if row is not None else []
 
@@ -192,15 +192,15 @@ class Results:
 
 
 def evaluate_pod(
-    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
+    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: PlacementConfig | None = None
 ) -> list[NodeResult]:
     return evaluate(pod_body, candidates, snapshot, config).all()
 
 
 def evaluate(
-    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: Config | None = None
+    pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: PlacementConfig | None = None
 ) -> Results:
-    config = config or Config()
+    config = config or PlacementConfig()
     meta = pod_body.get("metadata") or {}
     pod = pod_from_spec(pod_body.get("spec") or {})
     labels = meta.get("labels") or {}
@@ -241,7 +241,7 @@ def evaluate(
     return results
 
 
-def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
+def _columnar(pod: Pod, results: Results, which: Ints, config: PlacementConfig) -> None:
     if not len(which):
         return
     table = results.table
@@ -264,13 +264,13 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: Config) -> None:
             reasons.append(f"{head}: {answer.details[detail - 1]}" if detail else head)
         results.fail_many(failed, reasons, of)
     admitted = which[answer.admitted]
-    results.zone[admitted] = answer.zone[answer.admitted]
+    results.numa_zone[admitted] = answer.numa_zone[answer.admitted]
     results.numa_score[admitted] = answer.score[answer.admitted]
     results.has_numa[admitted] = True
 
 
 def _one_by_one(
-    pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: Config
+    pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: PlacementConfig
 ) -> None:
     hints: dict[tuple[object, ...], list[tuple[str, float, str]]] = {}
     for i in which:
@@ -325,7 +325,11 @@ def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:
 
 
 def _network(
-    pod_body: Mapping[str, Any], labels: Mapping[str, str], results: Results, snapshot: Snapshot, config: Config
+    pod_body: Mapping[str, Any],
+    labels: Mapping[str, str],
+    results: Results,
+    snapshot: Snapshot,
+    config: PlacementConfig,
 ) -> None:
     namespace = (pod_body.get("metadata") or {}).get("namespace", "default")
     group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)

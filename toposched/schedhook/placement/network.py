@@ -52,7 +52,7 @@ class Edge:
 
 
 @dataclass
-class Settings:
+class NetworkSettings:
     unknown_cost: int | None = None
     """None: the largest known cost of the same level."""
     count_dependents: bool = True
@@ -71,7 +71,7 @@ class Evaluation:
 
 
 def _pair_cost(
-    level: str, a: str, b: str, links: Mapping[tuple[str, str, str], Link], settings: Settings
+    level: str, a: str, b: str, links: Mapping[tuple[str, str, str], Link], settings: NetworkSettings
 ) -> tuple[int | None, Link | None]:
     link = links.get((level, a, b))
     if link is not None:
@@ -89,10 +89,10 @@ def evaluate(
     edges: Sequence[Edge],
     placed: Sequence[tuple[str, str]],
     links: Mapping[tuple[str, str, str], Link],
-    settings: Settings | None = None,
+    settings: NetworkSettings | None = None,
 ) -> Evaluation:
     """Dependencies of ``workload`` if its pod ran on ``candidate``; ``placed`` is (workload, node) of bound pods."""
-    settings = settings or Settings()
+    settings = settings or NetworkSettings()
     here = locations.get(candidate, Location(None, None))
     out = Evaluation()
     related: list[tuple[Edge, str]] = [(e, e.target) for e in edges if e.source == workload]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from testkit.nrt import POD, nrt
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.placement.evaluate import Config, evaluate
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 
 NAMES = [f"n{i}" for i in range(6)]
 KINDS = ("nodes", "nrts", "appgroups", "pods")
@@ -61,7 +61,7 @@ events = st.lists(
 
 def view(cache: ClusterCache) -> dict[str, Any]:
     snap = cache.snapshot()
-    results = evaluate(POD, NAMES, snap, Config())
+    results = evaluate(POD, NAMES, snap, PlacementConfig())
     return {
         "nrts": snap.nrts,
         "locations": snap.locations,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from testkit.placement import RESOURCES, nodes
 from toposched.schedhook.placement.columnar import NodeTable
-from toposched.schedhook.placement.evaluate import Config, evaluate_pod
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
 from toposched.schedhook.placement.model import NodeTopology, NumaZone
 from toposched.schedhook.placement.score import LEAST_ALLOCATED, MOST_ALLOCATED
 from toposched.schedhook.placement.snapshot import Snapshot
@@ -42,8 +42,8 @@ def clusters(draw: st.DrawFn) -> dict[str, NodeTopology]:
 @given(clusters(), pod_bodies(), st.sampled_from([LEAST_ALLOCATED, MOST_ALLOCATED]))
 def test_columnar_agrees_with_one_by_one(cluster: dict[str, NodeTopology], pod: dict[str, Any], strategy: str) -> None:
     names = [*cluster, "no-nrt"]
-    columnar = evaluate_pod(pod, names, Snapshot(nrts=cluster), Config(numa_strategy=strategy))
-    single = evaluate_pod(pod, names, Snapshot(nrts=cluster), Config(numa_strategy=strategy, vectorize=False))
+    columnar = evaluate_pod(pod, names, Snapshot(nrts=cluster), PlacementConfig(numa_strategy=strategy))
+    single = evaluate_pod(pod, names, Snapshot(nrts=cluster), PlacementConfig(numa_strategy=strategy, vectorize=False))
     assert [r.to_dict() for r in columnar] == [r.to_dict() for r in single]
 
 
@@ -85,7 +85,7 @@ def test_a_table_followed_through_changes_answers_as_a_fresh_one(
             table.sync(cluster)
         names = sorted({*previous, *cluster})
         synced = evaluate_pod(pod, names, Snapshot(nrts=cluster, table=table))
-        fresh = evaluate_pod(pod, names, Snapshot(nrts=cluster), Config(vectorize=False))
+        fresh = evaluate_pod(pod, names, Snapshot(nrts=cluster), PlacementConfig(vectorize=False))
         assert [r.to_dict() for r in synced] == [r.to_dict() for r in fresh]
         previous = cluster
 

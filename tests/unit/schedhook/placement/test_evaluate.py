@@ -7,7 +7,7 @@ import yaml
 from testkit.paths import EXAMPLES
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
 from toposched.cli import main
-from toposched.schedhook.placement.evaluate import Config, evaluate_pod
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
 from toposched.schedhook.placement.snapshot import snapshot
 
 
@@ -120,7 +120,7 @@ def test_network_neighbours_pull_the_pod_close() -> None:
         weights_name="UserDefined",
     )
     labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": "frontend"}
-    results = {r.node: r for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, Config())}
+    results = {r.node: r for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, PlacementConfig())}
     # frontend depends on cartservice (on b, zone z2; maxNetworkCost 80): b is best, the other region worst.
     assert results["b"].scores["network"] == 100
     assert results["c"].scores["network"] == 0

@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
-from toposched.schedhook.placement.network import Edge, Link, Location, Settings, evaluate, normalize
+from toposched.schedhook.placement.network import Edge, Link, Location, NetworkSettings, evaluate, normalize
 
 # networkoverhead_test.go: regions us-west-1 <-> us-east-1 cost 20; zones Z1 <-> Z2 5, Z3 <-> Z4 10.
 LINKS = {
@@ -27,7 +27,7 @@ LOCATIONS = {
 NODES = sorted(LOCATIONS)
 # AppGroup "basic": p1 -> p2 -> p3, maxNetworkCost 0.
 BASIC = [Edge("p1", "p2", max_cost=0), Edge("p2", "p3", max_cost=0)]
-UPSTREAM = Settings(unknown_cost=100, count_dependents=False)
+UPSTREAM = NetworkSettings(unknown_cost=100, count_dependents=False)
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ class Leadership:
             logger.warning("lost the lease %s/%s; following", namespace, name)
             self.leading.clear()
 
-        cfg = electionconfig.PlacementConfig(
+        cfg = electionconfig.Config(
             lock,
             lease_duration=15,
             renew_deadline=10,

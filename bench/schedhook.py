@@ -139,7 +139,7 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     fits = len(evaluate(POD, names, snapshot(nrts=bodies), PlacementConfig()).fitting())
     pure = _pure(names, bodies, repeats, new_shape=False)
     pure_new = _pure(names, bodies, repeats, new_shape=True)
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")  # no watches: events are applied below
+    cache = ClusterCache(weights_name="NetperfCosts")  # no watches: events are applied below
     cache.listed("nrts", bodies)
     cache.snapshot()
     cache.synced.set()

@@ -64,6 +64,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from toposched.schedhook.controllers.gate_release import release_gates_forever
     from toposched.schedhook.controllers.remediation import remediate_forever
     from toposched.schedhook.extender.cache import ClusterCache
+    from toposched.schedhook.extender.feed import feed
     from toposched.schedhook.extender.server import Extender
     from toposched.schedhook.placement.evaluate import PlacementConfig
     from toposched.schedhook.webhooks.admission import Rules
@@ -71,8 +72,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64, read_environment=False) as api:
-        cache = ClusterCache(api, args.weights_name, args.reservation_timeout)
-        cache.start()
+        cache = ClusterCache(args.weights_name, args.reservation_timeout)
+        feeding = asyncio.create_task(feed(cache, api))
         placement = PlacementConfig(numa_strategy=args.strategy, missing_nrt_fits=args.missing_nrt == "pass")
         runner = web.AppRunner(Extender(cache, api, placement, args.bind_wait).app(), access_log=None)
         await runner.setup()
@@ -111,7 +112,8 @@ async def _serve(args: argparse.Namespace) -> None:
                 task.cancel()
             for r in runners:
                 await r.cleanup()
-            await cache.close()
+            feeding.cancel()
+            await asyncio.gather(feeding, return_exceptions=True)
 
 
 def run(args: argparse.Namespace) -> int:

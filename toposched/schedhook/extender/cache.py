@@ -1,30 +1,23 @@
-"""The extender's watch-fed view of the cluster, plus reservations for NRTs that lag behind binds.
+"""The extender's view of the cluster: the objects placement reads and the snapshots it evaluates.
 
-Nodes, NodeResourceTopologies, AppGroups, NetworkTopologies and bound pods are listed and then
-watched; a failed watch lists again after a backoff. When the extender binds a pod it reserves
-the pod's request on the NUMA zone(s) the kubelet is predicted to use, until that node's NRT
-accounts for the pod (its pods fingerprint, else an update received after the bind), the pod is
-deleted or finishes, or the reservation times out; so a burst of pods does not see the same
-stale ``available`` and pile onto one zone.
-
-Parsed objects are patched per watch event, and snapshots share one columnar NodeTable refilled
-only for nodes whose NRT or reservations changed.
+``extender.feed`` lists and watches nodes, NodeResourceTopologies, AppGroups, NetworkTopologies
+and bound pods into it (``listed`` and ``event``). Parsed objects are patched per watch event, and
+snapshots share one columnar NodeTable refilled only for nodes whose NRT or reservations changed.
+The cache owns the reservation ledger (``extender.reservations``) and tells it when a node's NRT or
+pods change; a snapshot shows every NRT minus the reservations still held on it.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from kubernetes_asyncio import client
-
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
-from toposched.kube.watch import follow
 from toposched.schedhook.extender.reservations import Ledger, Reservation
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.freshness import accounted
@@ -42,8 +35,7 @@ def _key(obj: dict[str, Any]) -> str:
 
 
 class ClusterCache:
-    def __init__(self, api: client.ApiClient, weights_name: str, reservation_timeout: float = 60.0) -> None:
-        self.api = api
+    def __init__(self, weights_name: str, reservation_timeout: float = 60.0) -> None:
         self.weights_name = weights_name
         self.objects: dict[str, dict[str, dict[str, Any]]] = {
             k: {} for k in ("nodes", "nrts", "appgroups", "networktopologies", "pods")
@@ -57,7 +49,6 @@ class ClusterCache:
         self._accounted: dict[str, tuple[tuple[Any, int], frozenset[tuple[str, str]] | None]] = {}
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
-        self._tasks: list[asyncio.Task[None]] = []
         self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
         self._dirty: dict[str, set[str] | None] = {kind: None for kind in BASE_KINDS}
         """Per kind, the keys changed since the base snapshot was last brought up to date (None: all)."""
@@ -68,34 +59,6 @@ class ClusterCache:
         self._nrts: dict[str, NodeTopology] = {}
         """Every NRT view, minus the reservations held on its node."""
         self.table = NodeTable()
-
-    def start(self) -> None:
-        core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
-        sources: dict[str, Callable[..., Awaitable[Any]]] = {
-            "nodes": core.list_node,
-            "pods": core.list_pod_for_all_namespaces,
-        }
-        for kind, model in (
-            ("nrts", NodeResourceTopology),
-            ("appgroups", AppGroup),
-            ("networktopologies", NetworkTopology),
-        ):
-            sources[kind] = _custom_lister(custom, model)
-        for kind, lister in sources.items():
-            self._tasks.append(asyncio.create_task(self._follow(kind, lister)))
-
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _follow(self, kind: str, lister: Callable[..., Awaitable[Any]]) -> None:
-        def listed(items: list[dict[str, Any]]) -> None:
-            self.listed(kind, items)
-            self._mark_synced(kind)
-
-        extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
-        await follow(lister, listed, lambda type_, obj: self.event(kind, type_, obj), kind, **extra)
 
     def listed(self, kind: str, items: list[dict[str, Any]]) -> None:
         """Replace every object of ``kind`` (a list, on start and after a failed watch)."""
@@ -184,7 +147,8 @@ class ClusterCache:
         entry = pods.get(key)  # absent: our own view has not seen the bind yet
         return entry is not None and (entry[0], entry[1]) in cached[1]
 
-    def _mark_synced(self, kind: str) -> None:
+    def mark_synced(self, kind: str) -> None:
+        """The first list of ``kind`` is in; once every kind's is, the cache is ``synced``."""
         self._synced_kinds.add(kind)
         if len(self._synced_kinds) == len(self.objects) and not self.synced.is_set():
             # Parse everything and fill the table now (about a second at 5,000 nodes), not in
@@ -364,12 +328,3 @@ def _minus(node: NodeTopology, held: tuple[Reservation, ...]) -> NodeTopology:
                     left[resource] = amount - used
     zones = tuple(NumaZone(z.numa, z.capacity, z.allocatable, available[z.numa]) for z in node.zones)
     return replace(node, zones=zones)
-
-
-def _custom_lister(custom: client.CustomObjectsApi, model: Any) -> Callable[..., Awaitable[Any]]:
-    """Lists (and, through watch.Watch, watches) a custom resource in every namespace."""
-
-    async def list_all(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object(model.GROUP, model.VERSION, model.PLURAL, **kwargs)
-
-    return list_all

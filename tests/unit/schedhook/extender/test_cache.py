@@ -74,7 +74,7 @@ def view(cache: ClusterCache) -> dict[str, Any]:
 @settings(max_examples=150, deadline=None)
 @given(events)
 def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[str, str, str, int, bool]]) -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     for kind in KINDS:
         cache.listed(kind, [body(kind, n, 0, 1) for n in NAMES[:3]])
     cache.reserve(Reservation("held", "n1", (0,), {"cpu": Decimal(4)}, key="ns/held"))
@@ -93,7 +93,7 @@ def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[
             cache.event(kind, kind_of_event, body(kind, name, variant, version))
         if look:
             view(cache)
-    fresh = ClusterCache(api=None, weights_name="NetperfCosts")
+    fresh = ClusterCache(weights_name="NetperfCosts")
     for kind in KINDS:
         fresh.listed(kind, list(cache.objects[kind].values()))
     held = cache.reservations
@@ -103,7 +103,7 @@ def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[
 
 
 def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     good, bad = body("nrts", "n0", 0, 1), body("nrts", "n1", 0, 1)
     bad["zones"][0]["resources"][0]["available"] = "lots"  # not a quantity
     cache.listed("nrts", [bad, good])

@@ -31,7 +31,7 @@ def test_priorities_decode_to_host_and_extender_score(names: list[str], scores: 
 
 @pytest.fixture
 async def extender() -> AsyncIterator[tuple[TestClient[Any, Any], ClusterCache]]:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     client = TestClient(TestServer(Extender(cache, api=None, bind_wait=0).app()))
     await client.start_server()
     yield client, cache
@@ -60,9 +60,9 @@ async def test_filter_then_prioritize_answer_every_candidate(
     bodies = [nrt(f"n{i}", rng) for i in range(40)]
     for kind in ("nodes", "appgroups", "networktopologies", "pods"):
         cache.listed(kind, [])
-        cache._mark_synced(kind)
+        cache.mark_synced(kind)
     cache.listed("nrts", bodies)
-    cache._mark_synced("nrts")
+    cache.mark_synced("nrts")
     assert (await client.get("/readyz")).status == 200
     names = [*(b["metadata"]["name"] for b in bodies), "no-nrt"]
     answer = await post(client, "filter", names)

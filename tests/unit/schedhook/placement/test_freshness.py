@@ -82,7 +82,7 @@ def _bound(name: str) -> dict[str, Any]:
 
 
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     cache.listed("nrts", [_nrt("1", [("ns", "old")])])
     cache.event("pods", "ADDED", _bound("old"))
     cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
@@ -99,7 +99,7 @@ def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
 
 
 def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     cache.listed("nrts", [_nrt("1", None)])
     now = time.monotonic()
     # Bound 0.5 s before the update: the NRT may have been computed before the kubelet saw the pod.
@@ -111,7 +111,7 @@ def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> Non
 
 
 def test_reservations_time_out_oldest_first() -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts", reservation_timeout=10.0)
+    cache = ClusterCache(weights_name="NetperfCosts", reservation_timeout=10.0)
     now = time.monotonic()
     for uid, age in (("old", 11.0), ("older-but-renewed", 12.0), ("young", 1.0)):
         cache.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
@@ -120,7 +120,7 @@ def test_reservations_time_out_oldest_first() -> None:
 
 
 def test_a_reservation_ends_with_its_pod() -> None:
-    cache = ClusterCache(api=None, weights_name="NetperfCosts")
+    cache = ClusterCache(weights_name="NetperfCosts")
     cache.listed("nrts", [_nrt("1", [])])
     pods = {}
     for name in ("deleted", "finished", "running"):

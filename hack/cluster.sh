@@ -68,6 +68,7 @@ create() {
     --etcd-binary "$bin/etcd" \
     --kube-authorization \
     --kube-admission \
+    --config "$repo/hack/kwokctl.yaml" \
     --kubeconfig "$state/kwokctl-kubeconfig" \
     --wait 120s >"$state/create.log" 2>&1 || {
     tail -20 "$state/create.log" >&2

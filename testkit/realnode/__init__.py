@@ -3,7 +3,8 @@
     from testkit.realnode import KubeletSettings, Topology, add_node, remove_node
 
     node = add_node("numa-a", Topology.uniform(zones=2, cores_per_zone=4), KubeletSettings())
-    ...  # pods that tolerate NODE_TOLERATION, with image WORKLOAD_IMAGE and imagePullPolicy Never
+    pod = workload_pod("p", node="numa-a", cpu=2, memory="256Mi")  # Guaranteed, tolerates the taint
+    ...  # create it; node.assigned_cpus(uid), node.pod_resources_socket, node.cpu_manager_state()
     remove_node("numa-a")
 
 CLI: ``python -m testkit.realnode add|remove|reset|list|down`` (``hack/cluster.sh`` uses it).
@@ -25,6 +26,7 @@ from testkit.realnode.node import (
     remove_node,
     reset_node,
 )
+from testkit.realnode.pods import workload_pod
 from testkit.realnode.settings import KubeletSettings, SettingsError
 from testkit.realnode.topology import GIB, MIB, Topology, Zone
 
@@ -52,4 +54,5 @@ __all__ = [
     "missing_tools",
     "remove_node",
     "reset_node",
+    "workload_pod",
 ]

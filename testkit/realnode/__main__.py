@@ -63,9 +63,15 @@ def _shape_options(parser: argparse.ArgumentParser) -> None:
     kubelet.add_argument("--topology-manager-policy", choices=["none", "best-effort", "restricted", "single-numa-node"])
     kubelet.add_argument("--topology-manager-scope", choices=["container", "pod"])
     kubelet.add_argument(
-        "--topology-manager-option", action="append", default=[], metavar="K=V", help="e.g. prefer-closest-numa-nodes=true"
+        "--topology-manager-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="e.g. prefer-closest-numa-nodes=true",
     )
-    kubelet.add_argument("--cpu-manager-option", action="append", default=[], metavar="K=V", help="e.g. full-pcpus-only=true")
+    kubelet.add_argument(
+        "--cpu-manager-option", action="append", default=[], metavar="K=V", help="e.g. full-pcpus-only=true"
+    )
     parser.add_argument("--timeout", type=float, default=90, help="seconds to wait for each node (default 90)")
 
 
@@ -122,7 +128,7 @@ def _summary(node: RealNode) -> dict[str, Any]:
     obj = None
     try:
         obj = node.cluster.get_json("node", node.name)
-    except Exception:  # noqa: BLE001 - status must print even when the apiserver is down
+    except Exception:  # the status must print even when the apiserver is down
         obj = None
     if obj is not None:
         for condition in obj["status"].get("conditions", []):

@@ -125,7 +125,8 @@ class LocalCluster:
         ext.write_text("keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n")
         steps = [
             [openssl, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)],
-            [openssl, "req", "-new", "-key", str(key), "-subj", f"/O=system:nodes/CN=system:node:{name}", "-out", str(csr)],
+            [openssl, "req", "-new", "-key", str(key), "-subj", f"/O=system:nodes/CN=system:node:{name}",
+             "-out", str(csr)],
             [
                 openssl, "x509", "-req", "-in", str(csr), "-CA", str(self.ca_cert), "-CAkey", str(self.ca_key),
                 "-set_serial", "0x" + os.urandom(12).hex(), "-days", "365", "-extfile", str(ext), "-out", str(cert),
@@ -142,8 +143,12 @@ class LocalCluster:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": CLUSTER_NAME, "cluster": {"server": self.server(), "certificate-authority": str(self.ca_cert)}}],
-            "users": [{"name": f"system:node:{name}", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+            "clusters": [
+                {"name": CLUSTER_NAME, "cluster": {"server": self.server(), "certificate-authority": str(self.ca_cert)}}
+            ],
+            "users": [
+                {"name": f"system:node:{name}", "user": {"client-certificate": str(cert), "client-key": str(key)}}
+            ],
             "contexts": [{"name": "node", "context": {"cluster": CLUSTER_NAME, "user": f"system:node:{name}"}}],
             "current-context": "node",
         }

@@ -20,4 +20,3 @@ class MissingToolError(RealNodeError):
 
 class KubeletDiedError(RealNodeError):
     """A node's kubelet (or its containerd) exited; the message carries the tail of its log."""
-

@@ -4,6 +4,7 @@ what a node left even after the process that started it is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -48,7 +49,7 @@ def mountinfo() -> list[tuple[str, str, str]]:
         for line in f:
             left, _, right = line.partition(" - ")
             fields = left.split()
-            fstype, _source, options = (right.split() + ["", "", ""])[:3]
+            fstype, _source, options = [*right.split(), "", "", ""][:3]
             mounts.append((_unescape(fields[4]), fstype, options))
     return mounts
 
@@ -145,10 +146,8 @@ def kill_cgroups(node: str, within: float = 20) -> None:
         if not pids:
             return
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if time.monotonic() > deadline:
             raise RealNodeError(f"processes of node {node} survive SIGKILL: {sorted(pids)}")
         time.sleep(0.05)
@@ -172,10 +171,8 @@ def remove_cgroups(node: str, within: float = 10) -> None:
                         if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                             raise RealNodeError(f"cannot remove cgroup {directory}: {exc}") from exc
                         time.sleep(0.05)
-        try:
+        with contextlib.suppress(OSError):  # another node still uses it, or it was never created
             root.parent.rmdir()
-        except OSError:
-            pass  # another node still uses it, or it was never created
 
 
 def leftover_cgroups(node: str | None = None) -> list[str]:

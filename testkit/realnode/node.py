@@ -496,7 +496,7 @@ def list_nodes(*, cluster: LocalCluster | None = None) -> list[RealNode]:
 def down(*, cluster: LocalCluster | None = None) -> list[str]:
     """Remove every real node (even half-created ones); returns their names."""
     cluster = cluster or LocalCluster()
-    names = set()
+    names: set[str] = set()
     if cluster.nodes_dir.is_dir():
         names.update(p.name for p in cluster.nodes_dir.iterdir() if p.is_dir())
     for h in host.hierarchies():
@@ -821,7 +821,16 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
     ctr = shutil.which("ctr") or "ctr"
     for image, archive in images.items():
         result = subprocess.run(
-            [ctr, "--address", str(layout.containerd_socket), "--namespace", "k8s.io", "images", "import", str(archive)],
+            [
+                ctr,
+                "--address",
+                str(layout.containerd_socket),
+                "--namespace",
+                "k8s.io",
+                "images",
+                "import",
+                str(archive),
+            ],
             capture_output=True,
             text=True,
             timeout=remaining(),

@@ -150,7 +150,11 @@ class Wrapper:
         resources = option_value(rest, ["--resources", "-r"])
         if resources is not None:
             at, source = resources
-            raw = sys.stdin.buffer.read() if source == "-" else open(source, "rb").read()
+            if source == "-":
+                raw = sys.stdin.buffer.read()
+            else:
+                with open(source, "rb") as f:
+                    raw = f.read()
             data = json.loads(raw or b"{}")
             cpu = data.get("cpu") if isinstance(data, dict) else None
             if isinstance(cpu, dict):

@@ -70,7 +70,10 @@ class KubeletSettings:
     reserved, Static memory manager (so the PodResources API reports memory), single-numa-node
     at container scope. ``reserved_memory`` maps NUMA node -> bytes; when None, the whole
     reservation (system + kube reserved + eviction threshold) goes to the first zone with memory.
-    ``extra`` is merged last into the generated KubeletConfiguration (anything else you need).
+    ``eviction_hard_memory`` is 0 by default, which leaves ``memory.available`` out of
+    ``evictionHard`` altogether: the kubelet compares that signal with the whole machine's working
+    set, and a fake topology smaller than what the host uses would put the node under memory
+    pressure and evict its pods. ``extra`` is merged last into the generated KubeletConfiguration.
     """
 
     cpu_manager_policy: str = "static"
@@ -79,7 +82,7 @@ class KubeletSettings:
     memory_manager_policy: str = "Static"
     system_reserved_memory: int = 256 * MIB
     kube_reserved_memory: int = 0
-    eviction_hard_memory: int = 100 * MIB
+    eviction_hard_memory: int = 0
     reserved_memory: Mapping[int, int] | None = None
     topology_manager_policy: str = "single-numa-node"
     topology_manager_scope: str = "container"
@@ -116,7 +119,9 @@ class KubeletSettings:
             raise SettingsError("cpuManagerPolicyOptions need cpuManagerPolicy static")
         for name, value in options.items():
             if name not in CPU_MANAGER_OPTIONS:
-                raise SettingsError(f"unknown CPU Manager policy option {name!r} (known: {sorted(CPU_MANAGER_OPTIONS)})")
+                raise SettingsError(
+                    f"unknown CPU Manager policy option {name!r} (known: {sorted(CPU_MANAGER_OPTIONS)})"
+                )
             gate = CPU_MANAGER_OPTIONS[name]
             if gate and not self.feature_gates.get(gate, False):
                 raise SettingsError(f"CPU Manager policy option {name!r} is alpha: it needs feature gate {gate}")
@@ -166,7 +171,9 @@ class KubeletSettings:
         limit = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
         for name, value in self.topology_manager_policy_options.items():
             if name not in TOPOLOGY_MANAGER_OPTIONS:
-                raise SettingsError(f"unknown Topology Manager policy option {name!r} (known: {TOPOLOGY_MANAGER_OPTIONS})")
+                raise SettingsError(
+                    f"unknown Topology Manager policy option {name!r} (known: {TOPOLOGY_MANAGER_OPTIONS})"
+                )
             if name == "prefer-closest-numa-nodes":
                 _is_true(value)
             else:
@@ -204,14 +211,12 @@ class KubeletSettings:
             "topologyManagerScope": self.topology_manager_scope,
             "maxPods": self.max_pods,
             "systemReserved": {"memory": format_bytes(self.system_reserved_memory)},
-            "evictionHard": {
-                "memory.available": format_bytes(self.eviction_hard_memory),
-                # Disk signals low, so a full developer disk does not evict the test pods.
-                "nodefs.available": "1%",
-                "nodefs.inodesFree": "1%",
-                "imagefs.available": "1%",
-            },
+            # Disk signals low, so a nearly full developer disk does not evict the test pods; with
+            # mergeDefaultEvictionSettings off (the default) the kubelet adds no signal of its own.
+            "evictionHard": {"nodefs.available": "1%", "nodefs.inodesFree": "1%", "imagefs.available": "1%"},
         }
+        if self.eviction_hard_memory:
+            config["evictionHard"]["memory.available"] = format_bytes(self.eviction_hard_memory)
         if self.kube_reserved_memory:
             config["kubeReserved"] = {"memory": format_bytes(self.kube_reserved_memory)}
         if self.reserved_system_cpus:

@@ -5,6 +5,7 @@
     reset NAME [topology/settings options]    restart a node from a clean state, maybe reshaped
     remove NAME...                            stop nodes and delete everything they had
     list [--json]                             the real nodes and their state
+    usage [--seconds S]                       RSS and CPU of each node's processes
     down                                      remove every real node (make cluster-down)
     check                                     root, tools and binaries present? (exit 1 if not)
 
@@ -165,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     remove.add_argument("names", nargs="+")
     listing = sub.add_parser("list", help="the real nodes")
     listing.add_argument("--json", action="store_true")
+    usage = sub.add_parser("usage", help="memory and CPU of each real node's processes")
+    usage.add_argument("--seconds", type=float, default=30, help="CPU sampling window (default 30)")
     sub.add_parser("down", help="remove every real node")
     sub.add_parser("check", help="are root, the tools and the binaries there?")
     args = parser.parse_args(argv)
@@ -206,6 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             for row in [] if args.json else rows:
                 print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
                 print(f"  {row['topology']}\n  {row['policies']}")
+        elif args.command == "usage":
+            nodes = list_nodes()
+            first = {n.name: n.usage() for n in nodes}
+            time.sleep(args.seconds)
+            for n in nodes:
+                rss, cpu = n.usage()
+                share = 100 * (cpu - first[n.name][1]) / args.seconds
+                print(f"{n.name}: {len(n.pids())} processes, RSS {rss / 2**20:.0f} MiB, CPU {share:.1f}% of one core")
         elif args.command == "down":
             removed = down()
             print(f"removed real nodes: {', '.join(removed)}" if removed else "no real node")

@@ -271,6 +271,24 @@ class RealNode:
     def kubelet_running(self) -> bool:
         return any(host.comm(pid) == "kubelet" for pid in self.pids())
 
+    def usage(self) -> tuple[int, float]:
+        """(resident memory in bytes, CPU seconds used so far) of all the node's processes:
+        containerd, the kubelet, the shims and the containers."""
+        rss = 0
+        cpu_ticks = 0
+        for pid in self.pids():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                status = Path("/proc", str(pid), "status").read_text()
+                rss += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
+                fields = Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()
+                cpu_ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return rss, cpu_ticks / os.sysconf("SC_CLK_TCK")
+
+    def ensure_running(self) -> None:
+        """Raise :class:`KubeletDiedError` (with the logs' tails) unless the kubelet runs."""
+        if not self.kubelet_running():
+            raise _died(self, "the kubelet is not running")
+
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.record.healthz_port}/healthz", timeout=2) as r:

@@ -26,6 +26,10 @@ DAEMONS = "daemons"
 # must exist on the host as mount points; those this module creates are removed with the last node.
 HOST_MOUNT_POINTS = ("/var/log/containers", "/var/lib/cni", "/run/containerd")
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+# A kubelet holds 6 inotify instances and its containerd 1; Debian's default limit of 128 per
+# user stops the 17th node or so ("Failed to start cAdvisor: inotify_init: too many open files").
+INOTIFY_PER_NODE = 8
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,36 @@ def release_host(nodes_dir: Path) -> None:
             raise RealNodeError(f"cannot remove {point} (created for real nodes): {exc}") from exc
     if "ip_forward" in state and IP_FORWARD.read_text().strip() != state["ip_forward"]:
         IP_FORWARD.write_text(state["ip_forward"] + "\n")
+    if "max_user_instances" in state:
+        INOTIFY_INSTANCES.write_text(f"{state['max_user_instances']}\n")
     state_file.unlink()
+
+
+def inotify_instances_in_use() -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{entry}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) == "anon_inode:inotify":
+                        count += 1
+    return count
+
+
+def ensure_inotify_headroom(nodes_dir: Path) -> None:
+    """Raise fs.inotify.max_user_instances when one more node would exhaust it; the original
+    value is remembered by the first raise and restored by :func:`release_host`."""
+    limit = int(INOTIFY_INSTANCES.read_text())
+    in_use = inotify_instances_in_use()
+    if in_use + INOTIFY_PER_NODE <= limit:
+        return
+    state_file = _host_state_file(nodes_dir)
+    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    state.setdefault("max_user_instances", limit)
+    state_file.write_text(json.dumps(state, indent=2) + "\n")
+    INOTIFY_INSTANCES.write_text(f"{max(limit * 2, in_use + 16 * INOTIFY_PER_NODE)}\n")
 
 
 # -- processes ---------------------------------------------------------------------------------------

@@ -426,6 +426,7 @@ def add_node(
         if overlapping:
             raise RealNodeError(f"pod subnet {record.subnet} of node {name} overlaps host routes: {overlapping}")
         host.claim_host(cluster.nodes_dir)
+        host.ensure_inotify_headroom(cluster.nodes_dir)
         layout.root.mkdir(parents=True)
         layout.record.write_text(record.to_json())
     node = RealNode(record, layout, cluster)

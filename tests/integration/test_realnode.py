@@ -44,6 +44,13 @@ from tests.integration.kube import wait_for
 pytestmark = pytest.mark.cluster
 
 
+def _skip_or_fail(message: str) -> None:
+    """Skip, except under CI, where a missing tool is a failure."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 # -- without a cluster ------------------------------------------------------------------------------
 
 
@@ -126,7 +133,7 @@ def test_runc_wrapper_projects_cpusets(tmp_path: Path) -> None:
 
 def test_images_are_deterministic_docker_archives() -> None:
     if not node_images.BUSYBOX.is_file() or not shutil.which("gcc"):
-        pytest.skip("needs gcc and busybox-static (make test-tools)")
+        _skip_or_fail("the images need gcc and busybox-static: run `make test-tools` as root")
     for archive in node_images.archives().values():
         with tarfile.open(archive) as tar:
             manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
@@ -143,10 +150,7 @@ def _need_real_nodes() -> None:
     problems = [] if os.geteuid() == 0 else ["root"]
     problems += [f"{m.what} ({m.package})" for m in missing_tools()]
     if problems:
-        message = f"real nodes need {', '.join(problems)}: run `make test-tools` as root"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _skip_or_fail(f"real nodes need {', '.join(problems)}: run `make test-tools` as root")
 
 
 @pytest.fixture

@@ -55,7 +55,11 @@ class LocalCluster:
         )
         path = Path(result.stdout.strip())
         if result.returncode != 0 or not (path / "kubelet").is_file():
-            raise MissingToolError("the pinned kubelet and control-plane binaries", "them with `make binaries`")
+            raise MissingToolError(
+                "the pinned kubelet (and control-plane) binaries",
+                "kubelet",
+                "build them with `make binaries` (hack/build-binaries.sh)",
+            )
         return path
 
     def kubelet(self) -> Path:

@@ -10,12 +10,11 @@ class RealNodeError(RuntimeError):
 class MissingToolError(RealNodeError):
     """A host tool real nodes need is not installed."""
 
-    def __init__(self, what: str, package: str) -> None:
+    def __init__(self, what: str, package: str, how: str = "") -> None:
         self.what = what
         self.package = package
-        super().__init__(
-            f"missing {what}: install {package} with `make test-tools` (runs hack/install-node-tools.sh as root)"
-        )
+        how = how or f"install {package} with `make test-tools` (runs hack/install-node-tools.sh as root)"
+        super().__init__(f"missing {what}: {how}")
 
 
 class KubeletDiedError(RealNodeError):

@@ -6,8 +6,8 @@ docker-archive tarballs that ``ctr images import`` accepts.
   default it sleeps until SIGTERM (and then exits at once, so pods delete quickly).
 
 The archives are deterministic (fixed mtimes, owners and order), so the same inputs give the
-same image ids; they are cached under ``$TOPOSCHED_CACHE_DIR/images`` (default
-``~/.cache/toposched/images``) keyed by a hash of their inputs. Pods must use
+same image ids; they are cached under ``$TOPOSCHED_CACHE_DIR/node-images`` (default
+``~/.cache/toposched/node-images``) keyed by a hash of their inputs. Pods must use
 ``imagePullPolicy: Never``.
 """
 
@@ -42,7 +42,7 @@ def cache_dir() -> Path:
     base = os.environ.get("TOPOSCHED_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "toposched"
     )
-    return Path(base) / "images"
+    return Path(base) / "node-images"
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,8 @@ REQUIRED_TOOLS: dict[str, str] = {
     "mount": "mount",
     "ip": "iproute2",
     "openssl": "openssl",
+    "gcc": "gcc",  # the pause image's static binary (with libc6-dev)
+    "/bin/busybox": "busybox-static",  # the workload image
 }
 
 # Popen objects of the launchers this process started, reaped when their node goes.

@@ -458,7 +458,8 @@ def reset_node(
     machine, so a topology change needs exactly this: every container is killed, the kubelet
     root (checkpoints included) and containerd's state are wiped, and both start again. With
     ``drain`` (default) the pods bound to the node are force-deleted first, so the new kubelet
-    does not re-admit them against the new topology. The Node object and its name stay.
+    does not re-admit them against the new topology. The Node object and its name stay. If the
+    restart fails, the node is left stopped with its logs (``remove_node`` clears it).
     """
     cluster = cluster or LocalCluster()
     old = get_node(name, cluster=cluster)
@@ -471,6 +472,10 @@ def reset_node(
     _stop(old)
     if drain:
         _delete_pods_on(cluster, name)
+    with _nodes_lock(cluster):
+        # After a reboot the shared mount points may be gone; the inotify limit may have been restored.
+        host.claim_host(cluster.nodes_dir)
+        host.ensure_inotify_headroom(cluster.nodes_dir)
     layout = old.layout
     for path in (layout.kubelet_root, layout.containerd, layout.cni, layout.fakehost, layout.host_dirs, layout.pki):
         shutil.rmtree(path, ignore_errors=True)
@@ -524,8 +529,14 @@ def down(*, cluster: LocalCluster | None = None) -> list[str]:
         parent = h.mount / host.CGROUP_PARENT
         if parent.is_dir():
             names.update(p.name for p in parent.iterdir() if p.is_dir())
+    failures = []
     for name in sorted(names):
-        remove_node(name, cluster=cluster)
+        try:
+            remove_node(name, cluster=cluster)
+        except RealNodeError as exc:  # remove the others anyway, then report
+            failures.append(f"{name}: {exc}")
+    if failures:
+        raise RealNodeError("could not remove every real node:\n" + "\n".join(failures))
     with _nodes_lock(cluster):
         if not any(p.is_dir() for p in cluster.nodes_dir.iterdir()):
             host.release_host(cluster.nodes_dir)

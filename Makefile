@@ -8,6 +8,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
+# Real kubelet nodes (fake NUMA topologies) `make cluster` adds to the local cluster; needs root.
+REAL_NODES ?= 0
 
 .PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean
 
@@ -25,13 +27,15 @@ venv: $(VENV)/.installed ## create the Python environment in .venv
 binaries: ## build the pinned Kubernetes, etcd, kwok and helm binaries (cached)
 	hack/build-binaries.sh >/dev/null
 
-cluster: ## start the local control plane (idempotent); kubeconfig in .cluster/kubeconfig
-	hack/cluster.sh up
+# REAL_NODES=N adds real nodes realnode-0..N-1 (2 NUMA zones x 4 CPUs, single-numa-node, static CPU
+# manager with CPU 0 reserved); they need root, `make test-tools` and the venv (testkit.realnode).
+cluster: $(if $(filter-out 0,$(REAL_NODES)),venv) ## start the local control plane (idempotent); REAL_NODES=N adds real kubelet nodes
+	REAL_NODES=$(REAL_NODES) hack/cluster.sh up
 
-cluster-down: ## stop exactly the processes `make cluster` started
+cluster-down: ## stop everything `make cluster` started (real nodes included); leaves nothing behind
 	hack/cluster.sh down
 
-cluster-status: ## show whether the local control plane is up
+cluster-status: ## show whether the local control plane is up, and its real nodes
 	hack/cluster.sh status
 
 run: venv cluster ## the main job on the local control plane: install CRDs and examples, show them
@@ -51,10 +55,12 @@ unit: venv ## pure unit tests (no cluster)
 integration: venv binaries ## tests against the local control plane (started on demand, reused if up)
 	$(VENV)/bin/pytest tests/integration
 
-# netperf, iproute2 and openssl for the prober's and the webhooks' tests (root, apt). Without
-# root the tests that need them skip, except under CI, where they fail.
+# netperf, iproute2 and openssl for the prober's and the webhooks' tests; containerd, runc, the
+# CNI plugins and busybox-static for the real kubelet nodes (root, apt). Without root the tests
+# that need them skip, except under CI, where they fail.
 test-tools: ## install the system tools some integration tests need (idempotent)
 	hack/install-netperf.sh || [ -z "$${CI:-}" ]
+	hack/install-node-tools.sh || [ -z "$${CI:-}" ]
 
 # The binaries are built before pytest starts, so a first build does not count against test timeouts.
 # pytest exits 5 when it collects no test; that is not a failure.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries toposched tests against from their official Go modules,
+# Builds the control-plane binaries toposched tests against (and the kubelet of the local
+# cluster's real nodes) from their official Go modules,
 # at the versions pinned in hack/versions.env, into a cache outside the repo keyed by version.
 #
 #   hack/build-binaries.sh            build what is missing, print the bin directory
@@ -14,7 +15,7 @@ source "$here/versions.env"
 
 cache=${TOPOSCHED_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toposched}
 bin="$cache/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-helm-$HELM_VERSION"
-k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 all=("${k8s_cmds[@]}" etcd kwok kwokctl helm)
 
 log() { printf 'build-binaries: %s\n' "$*" >&2; }
@@ -50,8 +51,15 @@ workspace() {
   echo "$dir"
 }
 
+# The Kubernetes commands missing from the cache (all are built from one throwaway module).
+missing_k8s() {
+  local c
+  for c in "${k8s_cmds[@]}"; do [[ -x "$bin/$c" ]] || echo "$c"; done
+}
+
 build_kubernetes() {
-  local dir upstream minor staging_version date
+  local dir upstream minor staging_version date missing
+  mapfile -t missing < <(missing_k8s)
   dir=$(workspace "kubernetes-$KUBERNETES_VERSION")
   log "fetching k8s.io/kubernetes@$KUBERNETES_VERSION"
   upstream=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" |
@@ -89,9 +97,9 @@ build_kubernetes() {
     ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
-  log "building ${k8s_cmds[*]} (the first build takes a while)"
+  log "building ${missing[*]} (the first build takes a while)"
   local pkgs=()
-  for c in "${k8s_cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   (cd "$dir" && go build -ldflags "$ld" -o "$bin/" "${pkgs[@]}")
 }
 
@@ -131,8 +139,7 @@ build_with_install() {
 }
 
 started=$SECONDS
-[[ -x "$bin/kube-apiserver" && -x "$bin/kubectl" && -x "$bin/kube-scheduler" && -x "$bin/kube-controller-manager" ]] ||
-  build_kubernetes
+[[ -z "$(missing_k8s)" ]] || build_kubernetes
 [[ -x "$bin/etcd" ]] || build_etcd
 [[ -x "$bin/kwok" && -x "$bin/kwokctl" ]] ||
   build_with_install "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl

@@ -2,12 +2,15 @@
 # The local control plane: etcd, kube-apiserver (RBAC, admission webhooks, service-account
 # tokens), kube-controller-manager, kube-scheduler and the kwok controller, all as local
 # processes launched by kwokctl's binary runtime from the binaries hack/build-binaries.sh builds.
+# Optionally real kubelet nodes with fake NUMA topologies (testkit.realnode; root only).
 #
-#   hack/cluster.sh up       start it, or reuse it when it is already up (idempotent)
-#   hack/cluster.sh down     stop exactly the processes `up` started (kwokctl's pid files)
-#   hack/cluster.sh status   say whether it is up
+#   hack/cluster.sh up       start it, or reuse it when it is already up (idempotent);
+#                            with REAL_NODES=N (default 0) also have real nodes realnode-0..N-1
+#   hack/cluster.sh down     stop the real nodes, then exactly the processes `up` started
+#                            (kwokctl's pid files); nothing of either is left behind
+#   hack/cluster.sh status   say whether it is up, and list the real nodes
 #
-# State (kubeconfig, pki, etcd data, logs, pid files) lives in .cluster/ of the repo.
+# State (kubeconfig, pki, etcd data, logs, pid files, real nodes) lives in .cluster/ of the repo.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,8 +20,31 @@ kubeconfig="$state/kubeconfig"
 export KWOK_WORKDIR="$state/kwok"
 cluster_dir="$KWOK_WORKDIR/clusters/$name"
 
+real_nodes=${REAL_NODES:-0}
+
 log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# The Python that runs testkit.realnode (stdlib + PyYAML): the repo's venv when there is one.
+realnode() {
+  local py=python3
+  [[ -x "$repo/.venv/bin/python" ]] && py="$repo/.venv/bin/python"
+  (cd "$repo" && "$py" -m testkit.realnode "$@")
+}
+
+# Anything real nodes may have left: their state dir or their cgroups.
+have_real_nodes() {
+  [[ -d "$state/nodes" ]] || compgen -G "/sys/fs/cgroup/*/toposched-realnode" >/dev/null ||
+    [[ -d /sys/fs/cgroup/toposched-realnode ]]
+}
+
+start_real_nodes() {
+  [[ $real_nodes =~ ^[0-9]+$ ]] || die "REAL_NODES must be a number, not '$real_nodes'"
+  ((real_nodes > 0)) || return 0
+  realnode check || die "real nodes need root and the node tools (make test-tools) and binaries (make binaries)"
+  log "starting $real_nodes real kubelet node(s) (logs in $state/nodes/<name>/logs)"
+  realnode ensure "$real_nodes" || die "could not start the real nodes (see above)"
+}
 
 binaries() {
   bin=$("$repo/hack/build-binaries.sh") || die "could not build the control-plane binaries (see above)"
@@ -68,6 +94,7 @@ create() {
     --etcd-binary "$bin/etcd" \
     --kube-authorization \
     --kube-admission \
+    --config "$repo/hack/kwokctl.yaml" \
     --kubeconfig "$state/kwokctl-kubeconfig" \
     --wait 120s >"$state/create.log" 2>&1 || {
     tail -20 "$state/create.log" >&2
@@ -80,6 +107,7 @@ up() {
   if [[ -d "$cluster_dir" ]]; then
     write_kubeconfig 2>/dev/null || true
     if ready; then
+      start_real_nodes
       usage_hint
       return 0
     fi
@@ -88,6 +116,7 @@ up() {
     log "a previous cluster is not ready; restarting it"
     "${kwokctl[@]}" stop cluster >"$state/stop.log" 2>&1 || true
     if "${kwokctl[@]}" start cluster --timeout 60s >"$state/start.log" 2>&1 && write_kubeconfig && wait_ready 30; then
+      start_real_nodes
       usage_hint
       return 0
     fi
@@ -97,10 +126,15 @@ up() {
   create
   write_kubeconfig
   wait_ready 60 || die "the apiserver did not become ready; logs in $cluster_dir/logs"
+  start_real_nodes
   usage_hint
 }
 
 down() {
+  # Real nodes first, while the apiserver can still take their Node objects away.
+  if have_real_nodes; then
+    realnode down || die "could not remove the real nodes; see above (retry: make cluster-down)"
+  fi
   if [[ ! -d "$cluster_dir" ]]; then
     log "no local cluster to stop"
     rm -f "$kubeconfig"
@@ -124,6 +158,10 @@ status() {
   else
     echo "not ready (run: make cluster)"
     return 1
+  fi
+  if have_real_nodes; then
+    echo "real nodes:"
+    realnode list | sed 's/^/  /'
   fi
 }
 

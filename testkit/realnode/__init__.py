@@ -1,0 +1,58 @@
+"""Real kubelet nodes with fake NUMA topologies in the local cluster (dev and test only).
+
+    from testkit.realnode import KubeletSettings, Topology, add_node, remove_node
+
+    node = add_node("numa-a", Topology.uniform(zones=2, cores_per_zone=4), KubeletSettings())
+    pod = workload_pod("p", node="numa-a", cpu=2, memory="256Mi")  # Guaranteed, tolerates the taint
+    ...  # create it; node.assigned_cpus(uid), node.pod_resources_socket, node.cpu_manager_state()
+    remove_node("numa-a")
+
+CLI: ``python -m testkit.realnode add|remove|reset|list|down`` (``hack/cluster.sh`` uses it).
+"""
+
+from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
+from testkit.realnode.images import PAUSE_IMAGE, WORKLOAD_IMAGE
+from testkit.realnode.node import (
+    NODE_LABEL,
+    NODE_TOLERATION,
+    RealNode,
+    add_node,
+    default_topology,
+    down,
+    get_node,
+    leftovers,
+    list_nodes,
+    missing_tools,
+    remove_node,
+    reset_node,
+)
+from testkit.realnode.pods import workload_pod
+from testkit.realnode.settings import KubeletSettings, SettingsError
+from testkit.realnode.topology import GIB, MIB, Topology, Zone
+
+__all__ = [
+    "GIB",
+    "MIB",
+    "NODE_LABEL",
+    "NODE_TOLERATION",
+    "PAUSE_IMAGE",
+    "WORKLOAD_IMAGE",
+    "KubeletDiedError",
+    "KubeletSettings",
+    "MissingToolError",
+    "RealNode",
+    "RealNodeError",
+    "SettingsError",
+    "Topology",
+    "Zone",
+    "add_node",
+    "default_topology",
+    "down",
+    "get_node",
+    "leftovers",
+    "list_nodes",
+    "missing_tools",
+    "remove_node",
+    "reset_node",
+    "workload_pod",
+]

@@ -1,0 +1,56 @@
+"""Pod manifests for real nodes (plain dicts: any Kubernetes client accepts them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from testkit.realnode.images import WORKLOAD_IMAGE
+from testkit.realnode.node import NODE_TOLERATION
+
+
+def workload_pod(
+    name: str,
+    *,
+    node: str | None = None,
+    cpu: str | int | None = None,
+    memory: str | None = None,
+    hugepages_2mi: str | None = None,
+    hugepages_1gi: str | None = None,
+    containers: int = 1,
+    command: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A pod running :data:`WORKLOAD_IMAGE` that tolerates the real nodes' taint.
+
+    ``node`` binds it directly (skipping the scheduler); ``cpu``/``memory``/hugepages become both
+    requests and limits of every container, so with an integer ``cpu`` and a ``memory`` the pod is
+    Guaranteed and the static CPU manager gives each container exclusive CPUs.
+    """
+    resources: dict[str, str] = {}
+    for key, value in (
+        ("cpu", cpu),
+        ("memory", memory),
+        ("hugepages-2Mi", hugepages_2mi),
+        ("hugepages-1Gi", hugepages_1gi),
+    ):
+        if value is not None:
+            resources[key] = str(value)
+    container: dict[str, Any] = {"image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}
+    if resources:
+        container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    if command:
+        container["command"] = command
+    spec: dict[str, Any] = {
+        "containers": [{"name": "app" if containers == 1 else f"app{i}", **container} for i in range(containers)],
+        "tolerations": [dict(NODE_TOLERATION)],
+        "terminationGracePeriodSeconds": 1,
+        "automountServiceAccountToken": False,
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import signal
@@ -18,7 +19,10 @@ from testkit.realnode.errors import RealNodeError
 
 # Every node's cgroup is <hierarchy>/CGROUP_PARENT/<node>; its kubelet's cgroupRoot is that path
 # (it creates kubepods below it) and containerd, the kubelet and the shims run in .../daemons.
-CGROUP_PARENT = "toposched-realnode"
+# The parent is named after the checkout, so two checkouts' clusters on one machine (a developer's
+# worktrees) never take each other's nodes for their own.
+CGROUP_PREFIX = "toposched-realnode-"
+CGROUP_PARENT = CGROUP_PREFIX + hashlib.sha1(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:8]
 DAEMONS = "daemons"
 
 # Paths containerd, the CNI plugins and the kubelet write to whatever their configuration says.
@@ -252,11 +256,25 @@ def claim_host(nodes_dir: Path) -> None:
     state_file.write_text(json.dumps(state, indent=2) + "\n")
 
 
+def other_checkouts_running() -> bool:
+    """Real nodes of another checkout's cluster run on this machine (they share the host settings)."""
+    return any(
+        p.name.startswith(CGROUP_PREFIX) and p.name != CGROUP_PARENT and any(c.is_dir() for c in p.iterdir())
+        for h in hierarchies()
+        if h.mount.is_dir()
+        for p in h.mount.iterdir()
+        if p.is_dir()
+    )
+
+
 def release_host(nodes_dir: Path) -> None:
     """After the last node: remove the mount points :func:`claim_host` created (if still empty)
-    and restore ip_forward."""
+    and restore ip_forward; left as they are while another checkout's nodes still use them."""
     state_file = _host_state_file(nodes_dir)
     if not state_file.is_file():
+        return
+    if other_checkouts_running():
+        state_file.unlink()
         return
     state = json.loads(state_file.read_text())
     for point in reversed(state.get("created", [])):

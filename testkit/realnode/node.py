@@ -419,7 +419,17 @@ def add_node(
             cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         records = _records(cluster)
         used = {r.index for r in records}
-        index = next((i for i in range(MAX_NODES) if i not in used), None)
+        # Bridges and pod subnets are host-wide: skip those another checkout's cluster holds.
+        index = next(
+            (
+                i
+                for i in range(MAX_NODES)
+                if i not in used
+                and not host.link_exists(f"tsrn{i}")
+                and not host.routes_overlapping(POD_SUBNET.format(index=i))
+            ),
+            None,
+        )
         if index is None:
             raise RealNodeError(f"at most {MAX_NODES} real nodes")
         taken = {p for r in records for p in (r.kubelet_port, r.healthz_port)}

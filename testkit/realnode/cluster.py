@@ -89,6 +89,17 @@ class LocalCluster:
                 "before hack/kwokctl.yaml existed: recreate it (make cluster-down && make cluster)"
             )
 
+    def grant_pod_status(self) -> None:
+        """Let every node read its pods and write their status through RBAC too.
+
+        The Node authorizer allows a kubelet only the pods its graph already links to the node;
+        a pod created with ``nodeName`` reaches the kubelet's watch about as soon as that graph,
+        and when the kubelet is first its status write is refused and waits for the status
+        manager's 10 s resync: a rejection (TopologyAffinityError) then shows up seconds late.
+        A test cluster can afford the wider grant; what the kubelet decides does not change.
+        """
+        self.kubectl("apply", "-f", "-", stdin=_POD_STATUS_RBAC)
+
     def kubectl(
         self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
@@ -119,7 +130,8 @@ class LocalCluster:
 
         The apiserver runs the Node authorizer (``--authorization-mode=Node,RBAC``), which lets
         a node identity do everything a kubelet needs (its Node and Lease, its pods, the token and
-        subject access reviews of its webhook authentication), so no RBAC binding is needed.
+        subject access reviews of its webhook authentication), so no RBAC binding is needed
+        for what it does (``grant_pod_status`` only removes a start-up race).
         """
         openssl = shutil.which("openssl")
         if openssl is None:
@@ -170,3 +182,20 @@ def wait(predicate: Any, within: float, what: str, interval: float = 0.1) -> Any
         if time.monotonic() >= deadline:
             raise RealNodeError(f"timed out after {within:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+_POD_STATUS_RBAC = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: toposched-realnode-pod-status}
+rules:
+  - {apiGroups: [""], resources: [pods], verbs: [get]}
+  - {apiGroups: [""], resources: [pods/status], verbs: [patch, update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: toposched-realnode-pod-status}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: toposched-realnode-pod-status}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}
+"""

@@ -398,6 +398,7 @@ def add_node(
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
+    cluster.grant_pod_status()
     layout = NodeLayout(cluster.nodes_dir / name)
     if len(str(layout.longest_socket())) > _UNIX_PATH_MAX:
         raise RealNodeError(

@@ -70,6 +70,7 @@ class ContainerUse:
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()
     devices: tuple[DeviceSet, ...] = ()
+    name: str = ""
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,12 @@ def to_pods(response: api_pb2.ListPodResourcesResponse) -> list[PodUse]:
             namespace=p.namespace,
             name=p.name,
             containers=tuple(
-                ContainerUse(cpu_ids=tuple(sorted(c.cpu_ids)), memory=_memory(c.memory), devices=_devices(c.devices))
+                ContainerUse(
+                    cpu_ids=tuple(sorted(c.cpu_ids)),
+                    memory=_memory(c.memory),
+                    devices=_devices(c.devices),
+                    name=c.name,
+                )
                 for c in p.containers
             ),
         )

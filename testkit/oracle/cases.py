@@ -1,0 +1,200 @@
+"""Seeded cases for the differential test of toposched's admission predictor against real kubelets.
+
+A case is a machine (NUMA zones, SMT, memory, hugepages, distances), the kubelet's resource
+manager settings, and a sequence of pods bound to the node one after another until it fills. Case
+``i`` of seed ``s`` depends on nothing else, so any case can be replayed alone. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from testkit.realnode.settings import KubeletSettings, SettingsError
+from testkit.realnode.topology import GIB, MIB, Topology, Zone, format_bytes
+
+Spec = dict[str, Any]
+"""A pod's spec as the API takes it (containers, initContainers), without node, image or tolerations."""
+
+
+@dataclass(frozen=True)
+class Case:
+    number: int
+    seed: int
+    topology: Topology
+    settings: KubeletSettings
+    pods: tuple[Spec, ...]
+    kinds: tuple[str, ...] = field(default=())
+    """What each pod was drawn as (guaranteed, burstable, sidecar, ...), for the report."""
+
+    @property
+    def label(self) -> str:
+        return f"case {self.number} (seed {self.seed})"
+
+    def describe(self) -> str:
+        s = self.settings
+        options = ",".join(f"{k}={v}" for k, v in sorted(s.topology_manager_policy_options.items()))
+        managers = f"cpu {s.cpu_manager_policy} (reserved {s.reserved_system_cpus}), memory {s.memory_manager_policy}"
+        policy = f"{s.topology_manager_policy}/{s.topology_manager_scope}" + (f" [{options}]" if options else "")
+        return f"{self.topology.describe()}; {managers}; {policy}; pods: {', '.join(self.kinds)}"
+
+
+def generate(seed: int, count: int, first: int = 0) -> list[Case]:
+    return [case(seed, number) for number in range(first, first + count)]
+
+
+def case(seed: int, number: int) -> Case:
+    rng = random.Random(f"toposched-oracle:{seed}:{number}")
+    for _ in range(100):  # a few draws the kubelet would refuse are drawn again
+        topology = _topology(rng)
+        settings = _settings(rng, topology)
+        try:
+            settings.validate(topology)
+        except SettingsError:
+            continue
+        pods, kinds = _pods(rng, topology, settings)
+        return Case(number, seed, topology, settings, tuple(pods), tuple(kinds))
+    raise AssertionError(f"no valid case drawn for seed {seed}, case {number}")
+
+
+# -- machines ----------------------------------------------------------------------------------------
+
+
+def _topology(rng: random.Random) -> Topology:
+    count = rng.choices(range(1, 9), weights=[2, 6, 4, 4, 1, 1, 1, 2])[0]
+    threads = rng.choice((1, 1, 2))
+    uneven = rng.random() < 0.4
+    same_cores = rng.randint(1, 4)
+    with_hugepages = rng.random() < 0.3
+    zones = []
+    for i in range(count):
+        cores = rng.randint(0 if i else 1, 4) if uneven else same_cores
+        memory = rng.choice((1, 1.5, 2, 3)) * GIB
+        if uneven and cores and i and rng.random() < 0.15:
+            memory = 0  # a memory-less zone (CPUs only)
+        pages_2mi = rng.choice((0, 32, 64)) if with_hugepages and memory else 0
+        pages_1gi = 1 if with_hugepages and memory >= 2 * GIB and rng.random() < 0.3 else 0
+        zones.append(Zone(cores, int(memory), pages_2mi, pages_1gi))
+    if not any(z.memory for z in zones):
+        zones[0] = Zone(zones[0].cores, 2 * GIB)
+    distances = _distances(rng, count) if count > 2 and rng.random() < 0.6 else None
+    return Topology(tuple(zones), threads_per_core=threads, distances=distances)
+
+
+def _distances(rng: random.Random, count: int) -> tuple[tuple[int, ...], ...]:
+    """A symmetric SLIT table: 10 on the diagonal, 11-40 elsewhere, often with ties."""
+    values = rng.choice(((11, 12, 20, 21, 32), (12, 21), (11, 16, 21, 28, 40)))
+    table = [[10] * count for _ in range(count)]
+    for i in range(count):
+        for j in range(i + 1, count):
+            table[i][j] = table[j][i] = rng.choice(values)
+    return tuple(tuple(row) for row in table)
+
+
+# -- kubelets ----------------------------------------------------------------------------------------
+
+
+def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
+    # Always the static CPU manager: without it the kubelet writes every CPU of its topology into
+    # the kubepods cpuset, which the kernel refuses for CPUs this machine does not have; and a
+    # Topology Manager policy without the static CPU manager has no CPU hints to align anyway.
+    cpu_policy = "static"
+    first_zone_cpus = topology.cpus(next(i for i, z in enumerate(topology.zones) if z.cores))
+    reserved = [first_zone_cpus[0]]
+    if topology.threads_per_core > 1 and rng.random() < 0.5:
+        reserved = topology.siblings(first_zone_cpus[0])  # a whole core, as full-pcpus-only users do
+    memory_policy = rng.choices(("Static", "None"), weights=(60, 40))[0]
+    policy = rng.choices(("none", "best-effort", "restricted", "single-numa-node"), weights=(10, 25, 30, 35))[0]
+    options: dict[str, str] = {}
+    if len(topology.zones) > 2 and rng.random() < 0.5:
+        options["prefer-closest-numa-nodes"] = "true"
+    if rng.random() < 0.1:
+        options["max-allowable-numa-nodes"] = rng.choice(("8", "16"))
+    return KubeletSettings(
+        cpu_manager_policy=cpu_policy,
+        reserved_system_cpus=",".join(map(str, reserved)),
+        memory_manager_policy=memory_policy,
+        topology_manager_policy=policy,
+        topology_manager_scope=rng.choices(("container", "pod"), weights=(60, 40))[0],
+        topology_manager_policy_options=options,
+    )
+
+
+# -- pods ----------------------------------------------------------------------------------------
+
+
+def _pods(rng: random.Random, topology: Topology, settings: KubeletSettings) -> tuple[list[Spec], list[str]]:
+    """Enough pods to fill the node: their CPU requests add up to more than it has."""
+    widest = max(len(topology.cpus(i)) for i in range(len(topology.zones)))
+    biggest_memory = max(z.memory - z.hugepages_bytes for z in topology.zones)
+    hugepages = {size for z in topology.zones for size, n in (("2Mi", z.hugepages_2mi), ("1Gi", z.hugepages_1gi)) if n}
+    kinds = ["guaranteed"] * 6 + ["multi", "fractional", "burstable", "besteffort", "init", "sidecar", "memory"]
+    if hugepages:
+        kinds += ["hugepages"] * 2
+    pods: list[Spec] = []
+    drawn: list[str] = []
+    asked = 0.0
+    while asked <= topology.cpu_count + 2 and len(pods) < 8:
+        kind = rng.choice(kinds)
+        spec, cpus = _pod(rng, kind, widest, biggest_memory, sorted(hugepages))
+        pods.append(spec)
+        drawn.append(kind)
+        asked += max(cpus, 0.5)
+    return pods, drawn
+
+
+def _memory(rng: random.Random, heavy: int | None = None) -> str:
+    if heavy is not None:
+        return format_bytes(heavy + rng.choice((0, 256)) * MIB)
+    return rng.choice(("64Mi", "128Mi", "256Mi", "512Mi"))
+
+
+def _guaranteed(name: str, cpu: str, memory: str, extra: dict[str, str] | None = None) -> Spec:
+    values = {"cpu": cpu, "memory": memory, **(extra or {})}
+    return {"name": name, "resources": {"requests": dict(values), "limits": dict(values)}}
+
+
+def _pod(rng: random.Random, kind: str, widest: int, biggest_memory: int, hugepages: list[str]) -> tuple[Spec, float]:
+    """One pod spec of ``kind`` and the CPUs it asks for."""
+    cpu = rng.randint(1, widest + 1)
+    if kind == "guaranteed":
+        return {"containers": [_guaranteed("app", str(cpu), _memory(rng))]}, cpu
+    if kind == "multi":
+        sizes = [rng.randint(1, max(1, widest // 2 + 1)) for _ in range(rng.randint(2, 3))]
+        containers = [_guaranteed(f"app{i}", str(n), _memory(rng)) for i, n in enumerate(sizes)]
+        return {"containers": containers}, sum(sizes)
+    if kind == "fractional":
+        millis = rng.choice((500, 1500, 2500))
+        return {"containers": [_guaranteed("app", f"{millis}m", _memory(rng))]}, millis / 1000
+    if kind == "burstable":
+        request = rng.choice(("100m", "500m", "1"))
+        limits = rng.choice(({"cpu": str(cpu)}, {"cpu": str(cpu), "memory": "512Mi"}, {}))
+        resources: Spec = {"requests": {"cpu": request, "memory": _memory(rng)}}
+        if limits:
+            resources["limits"] = limits
+        return {"containers": [{"name": "app", "resources": resources}]}, float(request.rstrip("m")) / (
+            1000 if request.endswith("m") else 1
+        )
+    if kind == "besteffort":
+        return {"containers": [{"name": "app"}]}, 0
+    if kind == "init":
+        init = rng.randint(1, widest + 1)
+        spec = {
+            "initContainers": [_guaranteed("init", str(init), _memory(rng))],
+            "containers": [_guaranteed("app", str(cpu), _memory(rng))],
+        }
+        return spec, max(cpu, init)
+    if kind == "sidecar":
+        side = rng.randint(1, max(1, widest // 2))
+        sidecar = _guaranteed("sidecar", str(side), _memory(rng)) | {"restartPolicy": "Always"}
+        return {"initContainers": [sidecar], "containers": [_guaranteed("app", str(cpu), _memory(rng))]}, cpu + side
+    if kind == "memory":
+        heavy = int(biggest_memory * rng.choice((0.6, 1.0, 1.3)))
+        return {"containers": [_guaranteed("app", str(rng.randint(1, 2)), _memory(rng, heavy))]}, 1
+    if kind == "hugepages":
+        size = rng.choice(hugepages)
+        amount = "1Gi" if size == "1Gi" else rng.choice(("32Mi", "64Mi", "96Mi"))
+        spec = {"containers": [_guaranteed("app", str(rng.randint(1, 2)), _memory(rng), {f"hugepages-{size}": amount})]}
+        return spec, 1
+    raise ValueError(f"unknown pod kind {kind}")

@@ -1,0 +1,80 @@
+"""Where toposched's prediction and the kubelet's decision differ, and which differences are known.
+
+Compared per pod: admission (rejected means ``TopologyAffinityError`` or the Memory Manager's
+``UnexpectedAdmissionError``) and, for admitted pods, the NUMA zones: the zones of a container's
+exclusive CPUs must lie within the zones predicted for it (the CPU manager may use fewer zones
+than the aligned mask), and the zones of its pinned memory must be exactly those predicted (the
+Memory Manager pins to the whole mask). Pure.
+
+A documented disagreement is one the NRT cannot tell the predictor about; each has an entry in
+``docs/oracle.md`` with the kubelet's reason and why toposched differs. Everything else is a bug
+to fix in the predictor (or the exporter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from testkit.oracle.cases import Case
+from testkit.oracle.observe import REJECTIONS, CaseRun, Step
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    case: int
+    pod: int
+    kind: str
+    """``admission`` or ``zones``."""
+    detail: str
+    documented: str = ""
+    """The docs/oracle.md entry that explains it; empty when nothing does."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """A documented disagreement and how to recognise it."""
+
+    id: str
+    title: str
+    matches: Callable[[Case, Step, Disagreement], bool]
+
+
+KNOWN: tuple[Known, ...] = ()
+"""Documented disagreements (docs/oracle.md), tried in order."""
+
+
+def compare(run: CaseRun, known: Sequence[Known] = KNOWN) -> list[Disagreement]:
+    found = []
+    for step in run.steps:
+        for raw in _differences(run.case, step):
+            documented = next((k.id for k in known if k.matches(run.case, step, raw)), "")
+            found.append(Disagreement(raw.case, raw.pod, raw.kind, raw.detail, documented))
+    return found
+
+
+def _differences(case: Case, step: Step) -> list[Disagreement]:
+    predicted, observed = step.prediction, step.observation
+    if predicted is None or observed is None:
+        return []
+    if observed.reason and not observed.admit and observed.reason not in REJECTIONS:
+        return [Disagreement(case.number, step.index, "admission", f"rejected for another reason: {observed.reason}")]
+    if predicted.admit != observed.admit:
+        said = "admit" if predicted.admit else f"reject ({predicted.reason})"
+        did = "admitted" if observed.admit else f"rejected ({observed.reason})"
+        return [Disagreement(case.number, step.index, "admission", f"toposched: {said}; kubelet: {did}")]
+    if not observed.admit:
+        return []
+    out = []
+    pod_scope = case.settings.topology_manager_scope == "pod" and "pod" in predicted.zones
+    for container, zones in sorted(observed.cpu_zones.items()):
+        expected = predicted.zones.get("pod" if pod_scope else container)
+        if expected is not None and not set(zones) <= set(expected):
+            detail = f"{container}: exclusive CPUs on zones {list(zones)}, predicted {list(expected)}"
+            out.append(Disagreement(case.number, step.index, "zones", detail))
+    for container, zones in sorted(observed.memory_zones.items()):
+        expected = predicted.zones.get("pod" if pod_scope else container)
+        if expected is not None and tuple(zones) != tuple(expected):
+            detail = f"{container}: memory pinned to zones {list(zones)}, predicted {list(expected)}"
+            out.append(Disagreement(case.number, step.index, "zones", detail))
+    return out

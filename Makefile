@@ -10,7 +10,8 @@ PY := $(VENV)/bin/python
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 PACKAGES := toposched apis operators exporter schedhook
 
-.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean
+.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean \
+	image-tools images images-smoke images-clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -61,6 +62,21 @@ test-tools: ## install the system tools some integration tests need (idempotent)
 # pytest exits 5 when it collects no test; that is not a failure.
 test: lint binaries test-tools ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
+
+# Container images, daemonless: buildah (chroot isolation, overlay or vfs storage) as root. The
+# archives go to .images/. IMAGE_BASE=auto (default: the official Python base if it can be
+# pulled, else a local Debian bookworm base), official, local or an image reference.
+image-tools: ## install buildah and debootstrap from Debian (root; idempotent)
+	hack/install-image-tools.sh
+
+images: image-tools ## build the operator, exporter (and kube-scheduler) images into .images/*.tar
+	hack/build-images.sh
+
+images-smoke: ## smoke-test the built images: every command as the image's user, read-only root, an NRT
+	hack/smoke-images.sh
+
+images-clean: ## remove .images/ and the images' build cache (the local base image included)
+	hack/build-images.sh --clean
 
 bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
 	$(PY) -m bench

@@ -9,9 +9,9 @@
 #   hack/build-base-image.sh --print    print its name only (exit 1 if not built yet)
 #   hack/build-base-image.sh --force    rebuild it
 #
-# The image lives in the project's buildah storage (hack/images-lib.sh), tagged
-# localhost/toposched-base:bookworm-<hash of this file>: editing the recipe below rebuilds it,
-# anything else reuses it.
+# The image lives in the project's buildah storage in the cache, outside the repo
+# (hack/images-lib.sh), tagged localhost/toposched-base:bookworm-<hash of this file>: editing the
+# recipe below rebuilds it (and drops the old one), anything else reuses it.
 #
 # Environment: DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR (default: the ones this machine's apt uses).
 set -euo pipefail
@@ -128,6 +128,9 @@ bah config \
 bah unmount "$ctr" >/dev/null
 bah commit --quiet --rm "$ctr" "$name" >/dev/null
 trap - EXIT
-size=$(bah inspect --type image --format '{{.Size}}' "$name" 2>/dev/null || true)
-log "built $name in $((SECONDS - started)) s${size:+ ($((size / 1000000)) MB)}"
+# Bases of earlier recipes are no longer used.
+for old in $(bah images --noheading --format '{{.Name}}:{{.Tag}}' localhost/toposched-base 2>/dev/null); do
+  [[ $old == "$name" ]] || bah rmi "$old" >/dev/null 2>&1 || true
+done
+log "built $name in $((SECONDS - started)) s ($(bah images --noheading --format '{{.Size}}' "$name" | head -1))"
 echo "$name"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what `make images` needs from Debian's packages: buildah (a daemonless image builder;
-# used with the vfs storage driver and chroot isolation, so it needs neither a daemon, nor
-# fuse-overlayfs, nor an OCI runtime) and debootstrap (the local base image when no image
+# Installs what `make images` needs from Debian's packages: buildah (a daemonless image builder,
+# used with chroot isolation and the kernel's overlay or the vfs storage driver, so it needs no
+# daemon, fuse-overlayfs or OCI runtime) and debootstrap (the local base image when no image
 # registry is reachable). With --ctr it also installs containerd, whose `ctr` checks that the
 # image archives import.
 #
@@ -39,7 +39,7 @@ done
 export DEBIAN_FRONTEND=noninteractive
 echo "install-image-tools: installing ${packages[*]}" >&2
 apt-get update -qq
-# Recommends would bring fuse-overlayfs and an OCI runtime, which vfs + chroot isolation do not use.
+# Recommends would bring fuse-overlayfs and an OCI runtime, which chroot isolation does not use.
 apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 # containerd's package enables its service; nothing here needs the daemon running.
 if [[ " ${packages[*]} " == *" containerd "* ]] && command -v systemctl >/dev/null 2>&1; then

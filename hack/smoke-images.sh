@@ -309,7 +309,8 @@ EOF
   done
   listed=$("${ctr[@]}" images ls -q 2>&1 || true)
   for ref in "toposched-operator:$version" "toposched-exporter:$version"; do
-    if grep -qx "docker.io/library/$ref" <<<"$listed"; then pass "containerd lists docker.io/library/$ref"; else fail "containerd does not list $ref: $listed"; fi
+    # containerd adds its default registry prefix to the archive's short name.
+    if grep -Eq "(^|/)$ref\$" <<<"$listed"; then pass "containerd lists $ref"; else fail "containerd does not list $ref: $listed"; fi
   done
   kill "$containerd_pid" 2>/dev/null || true
   wait "$containerd_pid" 2>/dev/null || true

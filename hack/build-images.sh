@@ -79,7 +79,8 @@ if ((python_images)); then
         base=$official
         log "base: the official $official"
       else
-        log "the official base $official cannot be pulled ($(tail -1 "$out/pull-base.log" | cut -c1-160))"
+        reason=$(tail -1 "$out/pull-base.log")
+        log "the official base $official cannot be pulled (${reason##*: }; see ${out#"$repo"/}/pull-base.log)"
         base=$("$repo/hack/build-base-image.sh")
         log "base: the local Debian bookworm base $base (IMAGE_BASE=official to insist on the official one)"
       fi

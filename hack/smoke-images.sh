@@ -17,7 +17,9 @@
 #   kube-scheduler  `kube-scheduler --version` as 65532, when that image was built
 #   archives        when containerd's `ctr` is installed (hack/install-image-tools.sh --ctr) and
 #                   --no-ctr is not given: each .images/*.tar imports into a private containerd
-#                   (its own socket and state in a temporary directory) under namespace k8s.io
+#                   (its own socket and state in a temporary directory) under namespace k8s.io,
+#                   and, with runc, the operator runs there read-only as 65532 and the exporter
+#                   prints the fixture's NRT
 #
 # --sysfs-snapshot: also run `toposched nrt` on a real machine's sysfs snapshot (a tar.gz holding
 # sys/ and proc/, as the ones the ghw project publishes).
@@ -312,6 +314,18 @@ EOF
     # containerd adds its default registry prefix to the archive's short name.
     if grep -Eq "(^|/)$ref\$" <<<"$listed"; then pass "containerd lists $ref"; else fail "containerd does not list $ref: $listed"; fi
   done
+  # And they run there (runc, which comes with containerd): read-only root, the image's user.
+  if command -v runc >/dev/null 2>&1; then
+    ref=$(grep -E "(^|/)toposched-operator:$version\$" <<<"$listed" | head -1)
+    check "ctr run --read-only $ref: uid 65532, read-only root" '^65532 1$' "${ctr[@]}" run --rm \
+      --snapshotter native --read-only "$ref" "smoke-$$-operator" \
+      python -c 'import os; print(os.getuid(), os.statvfs("/").f_flag & os.ST_RDONLY)'
+    ref=$(grep -E "(^|/)toposched-exporter:$version\$" <<<"$listed" | head -1)
+    check "ctr run --read-only $ref: toposched nrt --sysfs /host/sys" 'kind: NodeResourceTopology' \
+      "${ctr[@]}" run --rm --snapshotter native --read-only \
+      --mount "type=bind,src=$work/fixture,dst=/host,options=rbind:ro" "$ref" "smoke-$$-exporter" \
+      toposched nrt --sysfs /host/sys --node smoke-node
+  fi
   kill "$containerd_pid" 2>/dev/null || true
   wait "$containerd_pid" 2>/dev/null || true
   containerd_pid=""

@@ -44,7 +44,7 @@ lint: venv ## ruff, mypy --strict and the import contracts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/hadolint Dockerfile.operator Dockerfile.exporter
+	$(VENV)/bin/hadolint Dockerfile.operator Dockerfile.exporter hack/Dockerfile.kube-scheduler
 	hack/build-binaries.sh >/dev/null && "$$(hack/build-binaries.sh --print)/helm" lint --strict charts/toposched
 
 unit: venv ## pure unit tests (no cluster)

@@ -11,7 +11,8 @@ KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 # Real kubelet nodes (fake NUMA topologies) `make cluster` adds to the local cluster; needs root.
 REAL_NODES ?= 0
 
-.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean
+.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean \
+	image-tools images images-smoke images-clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -46,7 +47,7 @@ lint: venv ## ruff, mypy --strict and the import contracts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/hadolint Dockerfile.operator Dockerfile.exporter
+	$(VENV)/bin/hadolint Dockerfile.operator Dockerfile.exporter hack/Dockerfile.kube-scheduler
 	hack/build-binaries.sh >/dev/null && "$$(hack/build-binaries.sh --print)/helm" lint --strict charts/toposched
 
 unit: venv ## pure unit tests (no cluster)
@@ -66,6 +67,21 @@ test-tools: ## install the system tools some integration tests need (idempotent)
 # pytest exits 5 when it collects no test; that is not a failure.
 test: lint binaries test-tools ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
+
+# Container images, daemonless: buildah (chroot isolation, overlay or vfs storage) as root. The
+# archives go to .images/. IMAGE_BASE=auto (default: the official Python base if it can be
+# pulled, else a local Debian bookworm base), official, local or an image reference.
+image-tools: ## install buildah and debootstrap from Debian (root; idempotent)
+	hack/install-image-tools.sh
+
+images: image-tools ## build the operator, exporter (and kube-scheduler) images into .images/*.tar
+	hack/build-images.sh
+
+images-smoke: ## smoke-test the built images: every command as the image's user, read-only root, an NRT
+	hack/smoke-images.sh
+
+images-clean: ## remove .images/ and the images' build cache (the local base image included)
+	hack/build-images.sh --clean
 
 bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
 	$(PY) -m bench

@@ -11,7 +11,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 # Real kubelet nodes (fake NUMA topologies) `make cluster` adds to the local cluster; needs root.
 REAL_NODES ?= 0
 
-.PHONY: help run test test-tools lint unit integration bench cluster cluster-down cluster-status binaries venv clean \
+.PHONY: help run test test-tools lint unit integration oracle bench cluster cluster-down cluster-status binaries venv clean \
 	image-tools images images-smoke images-clean
 
 help: ## list the targets
@@ -82,6 +82,16 @@ images-smoke: ## smoke-test the built images: every command as the image's user,
 
 images-clean: ## remove .images/ and the images' build cache (the local base image included)
 	hack/build-images.sh --clean
+
+# The admission predictor against real kubelets (root; docs/oracle.md). Its last line says
+# `oracle: N cases, D undocumented disagreements` (so a disagreement does not fail make: the line
+# must stay last; tests/integration/test_oracle.py is what fails on one); a run that cannot run fails.
+CASES ?= 200
+SEED ?= 1
+NODES ?= 3
+oracle: venv binaries test-tools cluster ## toposched's NUMA predictions against real kubelets: CASES=N SEED=S NODES=K
+	$(PY) -m testkit.oracle --cases $(CASES) --seed $(SEED) --nodes $(NODES) --out .cluster/oracle-$(SEED).json \
+	  || [ $$? -eq 1 ]
 
 bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
 	$(PY) -m bench

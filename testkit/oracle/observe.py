@@ -39,6 +39,7 @@ from testkit.realnode import (
     reset_node,
 )
 from toposched.apis.quantity import parse_quantity
+from toposched.exporter import checkpoints
 from toposched.exporter.kubeletconfig import load
 from toposched.exporter.podresources.client import PodResourcesClient
 from toposched.exporter.sysfs import read_machine
@@ -221,6 +222,7 @@ class Observer:
             allocatable=await resources.allocatable(),
             pods=await resources.list_pods(),
             node_allocatable=dict(allocatable),
+            checkpoints=checkpoints.read(node.layout.kubelet_root),
         )
         nrt = build(inputs)
         verdict = predict(from_nrt(nrt, allocatable), pod)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from testkit.cluster import OperatorProcess
+from testkit.cluster import OperatorProcess, skip_or_fail
 from testkit.paths import CRDS, REPO
+from testkit.realnode import missing_tools
 
 pytestmark = pytest.mark.cluster
 
@@ -74,3 +75,12 @@ def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Opera
     yield proc
     proc.stop()
     print((tmp_path / "operator.log").read_text()[-4000:])
+
+
+@pytest.fixture
+def real_nodes(kubeconfig: Path) -> None:
+    """Root and the node tools (containerd, runc, CNI plugins...), else skip (fail under CI)."""
+    problems = [] if os.geteuid() == 0 else ["root"]
+    problems += [f"{m.what} ({m.package})" for m in missing_tools()]
+    if problems:
+        skip_or_fail(f"real nodes need {', '.join(problems)}: run `make test-tools` as root")

@@ -21,7 +21,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from testkit.cluster import wait_for
+from testkit.cluster import skip_or_fail, wait_for
 from testkit.realnode import (
     NODE_LABEL,
     KubeletSettings,
@@ -32,7 +32,6 @@ from testkit.realnode import (
     add_node,
     leftovers,
     list_nodes,
-    missing_tools,
     remove_node,
     reset_node,
     workload_pod,
@@ -42,13 +41,6 @@ from testkit.realnode.host import HOST_MOUNT_POINTS, link_exists, mountinfo
 from testkit.realnode.topology import GIB, MIB, parse_cpulist, write_fake_host
 
 pytestmark = pytest.mark.cluster
-
-
-def _skip_or_fail(message: str) -> None:
-    """Skip, except under CI, where a missing tool is a failure."""
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 # -- without a cluster ------------------------------------------------------------------------------
@@ -133,7 +125,7 @@ def test_runc_wrapper_projects_cpusets(tmp_path: Path) -> None:
 
 def test_images_are_deterministic_docker_archives() -> None:
     if not node_images.BUSYBOX.is_file() or not shutil.which("gcc"):
-        _skip_or_fail("the images need gcc and busybox-static: run `make test-tools` as root")
+        skip_or_fail("the images need gcc and busybox-static: run `make test-tools` as root")
     for archive in node_images.archives().values():
         with tarfile.open(archive) as tar:
             manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
@@ -146,17 +138,9 @@ def test_images_are_deterministic_docker_archives() -> None:
 # -- against the local cluster ----------------------------------------------------------------------
 
 
-def _need_real_nodes() -> None:
-    problems = [] if os.geteuid() == 0 else ["root"]
-    problems += [f"{m.what} ({m.package})" for m in missing_tools()]
-    if problems:
-        _skip_or_fail(f"real nodes need {', '.join(problems)}: run `make test-tools` as root")
-
-
 @pytest.fixture
-def node_name(kubeconfig: Path) -> Iterator[str]:
+def node_name(real_nodes: None) -> Iterator[str]:
     """A fresh real node name; the node is removed afterwards and must leave nothing behind."""
-    _need_real_nodes()
     name = f"rn-{uuid.uuid4().hex[:8]}"
     yield name
     if any(n.name == name for n in list_nodes()):

@@ -53,6 +53,11 @@ NRT_ATTR_CPU_SOURCE: Final = "toposched.io/cpu"
 NRT_ATTR_MEMORY_SOURCE: Final = "toposched.io/memory"
 NRT_ATTR_PODRESOURCES: Final = "toposched.io/podresources"
 NRT_ATTR_NUMA: Final = "toposched.io/numa"
+NRT_ATTR_MEMORY_NUMA_GROUPS: Final = "toposched.io/memory-numa-groups"
+"""The NUMA node groups of the Static Memory Manager's multi-NUMA allocations, ``;``-separated
+lists such as ``0-1;2,3``: the kubelet will not pin new memory across or into part of a group."""
+PREFER_CLOSEST_NUMA_NODES: Final = "prefer-closest-numa-nodes"
+"""The Topology Manager policy option (in topologyManagerPolicyOptions) that weighs NUMA distances."""
 
 # Set by the extender on the pods it binds: the NUMA zones the kubelet was predicted to use,
 # e.g. ``["node-1"]``.

@@ -87,6 +87,11 @@ def add_nrt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--podresources", type=Path, help="kubelet PodResources socket (else: estimates)")
     parser.add_argument("--kubelet-config", type=Path, help="kubelet configuration file (else: kubelet defaults)")
     parser.add_argument(
+        "--kubelet-state-dir",
+        type=Path,
+        help="the kubelet's root dir, for its CPU and Memory Manager checkpoints (what init containers hold)",
+    )
+    parser.add_argument(
         "--fingerprint-method", choices=["all", "with-exclusive-resources"], default="with-exclusive-resources"
     )
     parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
@@ -105,6 +110,7 @@ async def _podresources(socket: Path) -> tuple[object, object]:
 def run_nrt(args: argparse.Namespace) -> int:
     import yaml
 
+    from toposched.exporter import checkpoints
     from toposched.exporter.kubeletconfig import KubeletConfigError, load
     from toposched.exporter.podresources.client import PodResourcesError
     from toposched.exporter.sysfs import SysfsError, read_machine
@@ -121,6 +127,9 @@ def run_nrt(args: argparse.Namespace) -> int:
         return 1
     for warning in machine.warnings:
         print(f"toposched nrt: warning: {warning}", file=sys.stderr)
+    found = checkpoints.read(args.kubelet_state_dir) if args.kubelet_state_dir is not None else None
+    for problem in found.problems if found is not None else ():
+        print(f"toposched nrt: warning: ignoring a kubelet checkpoint: {problem}", file=sys.stderr)
     nrt = build(
         Inputs(
             node=args.node,
@@ -129,6 +138,7 @@ def run_nrt(args: argparse.Namespace) -> int:
             allocatable=allocatable,  # type: ignore[arg-type]
             pods=pods,  # type: ignore[arg-type]
             fingerprint_method=args.fingerprint_method,
+            checkpoints=found,
         )
     )
     document = nrt.to_dict()

@@ -20,6 +20,8 @@ import prometheus_client
 from prometheus_client import Counter, Gauge, Histogram
 
 from toposched.apis.quantity import parse_quantity
+from toposched.exporter import checkpoints
+from toposched.exporter.checkpoints import Checkpoints
 from toposched.exporter.kubeletconfig import KubeletConfigError, load
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.publisher import NodeGoneError, Publisher
@@ -72,6 +74,7 @@ class Exporter:
         self.last_success = 0.0
         self.last_loop = time.monotonic()
         self.last_write = 0.0
+        self.checkpoint_problems: set[str] = set()
 
     def mark_changed(self, why: str) -> None:
         if not self.changed.is_set():
@@ -133,7 +136,16 @@ class Exporter:
             node_allocatable=node_allocatable,
             fingerprint_method=self.s.fingerprint_method,
             owner=owner,
+            checkpoints=self.checkpoints(),
         )
+
+    def checkpoints(self) -> Checkpoints:
+        found = checkpoints.read(self.s.kubelet_state_dir)
+        for problem in found.problems:
+            if problem not in self.checkpoint_problems:  # said once, not at every refresh
+                logger.warning("ignoring a kubelet checkpoint: %s", problem)
+        self.checkpoint_problems = set(found.problems)
+        return found
 
     async def publish_once(self, publisher: Publisher) -> bool:
         node = await publisher.read_node()

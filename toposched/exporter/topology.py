@@ -24,6 +24,7 @@ from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
     NRT_ATTR_CPU_SOURCE,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
+    NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_MEMORY_SOURCE,
     NRT_ATTR_NUMA,
     NRT_ATTR_PODRESOURCES,
@@ -38,6 +39,7 @@ from toposched.apis.constants import (
 )
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
+from toposched.exporter.checkpoints import Checkpoints
 from toposched.exporter.kubeletconfig import KubeletConfig
 from toposched.exporter.sysfs import Machine, format_cpulist
 
@@ -99,6 +101,9 @@ class Inputs:
     fingerprint_method: str = METHOD_EXCLUSIVE
     owner: dict[str, str] | None = None
     """ownerReference fields of the Node (apiVersion, kind, name, uid)."""
+    checkpoints: Checkpoints | None = None
+    """The CPU and Memory Managers' checkpoints, when readable: they also count what regular init
+    containers hold, which PodResources does not list."""
 
 
 def zone_name(numa: int) -> str:
@@ -226,6 +231,21 @@ def build(inputs: Inputs) -> NodeResourceTopology:
                     if where is not None:
                         used[where][dev.resource] += 1
 
+    groups = sorted({block.numa for pod in pods for c in pod.containers for block in c.memory if len(block.numa) > 1})
+    checkpoints = inputs.checkpoints or Checkpoints()
+    if alloc is not None and alloc.cpu_ids and checkpoints.cpu is not None and checkpoints.cpu.policy == "static":
+        # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out.
+        for n in machine.nodes:
+            free = sum(1 for cpu in alloc.cpu_ids if cpu_node.get(cpu) == n.id and cpu in checkpoints.cpu.default_cpus)
+            used[n.id]["cpu"] = allocatable[n.id].get("cpu", Decimal(0)) - Decimal(free)
+    if memory_from_manager and checkpoints.memory is not None and checkpoints.memory.policy == "Static":
+        for numa, state in checkpoints.memory.zones.items():
+            if numa in allocatable:
+                for kind, pinnable in state.allocatable.items():
+                    allocatable[numa][kind] = pinnable
+                    used[numa][kind] = pinnable - state.free.get(kind, pinnable)
+        groups = checkpoints.memory.groups
+
     zones = []
     for n in machine.nodes:
         resources = []
@@ -260,6 +280,8 @@ def build(inputs: Inputs) -> NodeResourceTopology:
         attributes[NRT_ATTR_PODS_FINGERPRINT_METHOD] = inputs.fingerprint_method
     if not machine.numa:
         attributes[NRT_ATTR_NUMA] = "unsupported by the kernel: one zone for the whole machine"
+    if memory_from_manager and groups:
+        attributes[NRT_ATTR_MEMORY_NUMA_GROUPS] = ";".join(format_cpulist(list(g)) for g in groups)
 
     metadata: dict[str, object] = {"name": inputs.node}
     if inputs.owner:

@@ -49,6 +49,10 @@ class NodeTopology:
     """NUMA id -> NUMA id -> distance, from the zones' costs."""
     max_numa: int = 8
     """The kubelet's topologyManagerMaxNUMANodes (attribute), for LeastNUMANodes."""
+    prefer_closest: bool = False
+    """The Topology Manager's prefer-closest-numa-nodes option (from topologyManagerPolicyOptions)."""
+    memory_groups: tuple[int, ...] = ()
+    """NUMA masks the Static Memory Manager has grouped for multi-NUMA allocations."""
 
     @property
     def numa_ids(self) -> list[int]:
@@ -96,16 +100,27 @@ class Pod:
         return "Guaranteed"
 
     def effective(self) -> dict[str, Decimal]:
-        """The pod-level request: max(sum of app and sidecar containers, each init container)."""
+        """The pod-level request, as the apiserver and the scheduler count it: the larger of the sum
+        over app and sidecar containers and, for each regular init container, its request plus the
+        sidecars started before it."""
         total: dict[str, Decimal] = {}
-        for c in [*self.containers, *(c for c in self.init_containers if c.sidecar)]:
+        for c in self.containers:
             for r, q in container_request(c).items():
                 total[r] = total.get(r, Decimal(0)) + q
+        sidecars: dict[str, Decimal] = {}
+        peak: dict[str, Decimal] = {}
         for c in self.init_containers:
-            if not c.sidecar:
-                for r, q in container_request(c).items():
-                    total[r] = max(total.get(r, Decimal(0)), q)
-        return total
+            request = container_request(c)
+            if c.sidecar:
+                for r, q in request.items():
+                    total[r] = total.get(r, Decimal(0)) + q
+                    sidecars[r] = sidecars.get(r, Decimal(0)) + q
+                running = dict(sidecars)
+            else:
+                running = {r: request.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in {**request, **sidecars}}
+            for r, q in running.items():
+                peak[r] = max(peak.get(r, Decimal(0)), q)
+        return {r: max(total.get(r, Decimal(0)), peak.get(r, Decimal(0))) for r in {**total, **peak}}
 
 
 def container_request(c: Container) -> dict[str, Decimal]:

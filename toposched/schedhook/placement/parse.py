@@ -13,11 +13,14 @@ from toposched.apis.constants import (
     APPGROUP_LABEL,
     NRT_ATTR_CPU_MANAGER_POLICY,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
+    NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
     NRT_ZONE_PREFIX,
     NUMA_ZONES_ANNOTATION,
+    PREFER_CLOSEST_NUMA_NODES,
     REGION_LABEL,
     WEIGHT_NETPERF,
     WEIGHT_USER_DEFINED,
@@ -29,7 +32,7 @@ from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
-from toposched.schedhook.placement.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE
+from toposched.schedhook.placement.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
@@ -85,7 +88,34 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         node_allocatable=dict(node_allocatable or {}),
         distances=distances,
         max_numa=_max_numa(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES)),
+        prefer_closest=_options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS)).get(PREFER_CLOSEST_NUMA_NODES)
+        == "true",
+        memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
     )
+
+
+def _options(raw: str | None) -> dict[str, str]:
+    """``name=value`` pairs joined by commas; anything else is ignored."""
+    pairs = (item.partition("=") for item in (raw or "").split(","))
+    return {k.strip(): v.strip().lower() for k, sep, v in pairs if sep and k.strip()}
+
+
+def _groups(raw: str | None) -> tuple[int, ...]:
+    """NUMA masks from ``0-1;2,3``; a malformed group is dropped (the prediction is then looser)."""
+    groups = []
+    for part in (raw or "").split(";"):
+        try:
+            ids = [i for piece in part.split(",") if piece.strip() for i in _span(piece)]
+        except ValueError:
+            continue
+        if len(ids) > 1 and all(0 <= i <= 63 for i in ids):
+            groups.append(mask(*ids))
+    return tuple(groups)
+
+
+def _span(piece: str) -> range:
+    low, _, high = piece.strip().partition("-")
+    return range(int(low), int(high or low) + 1)
 
 
 def _max_numa(raw: str | None) -> int:

@@ -8,7 +8,7 @@ kubelet would pick and says whether the pod would be admitted under the policy.
 
 import functools
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 NONE = "none"
@@ -60,28 +60,56 @@ def _masks(numa_ids: tuple[int, ...]) -> tuple[int, ...]:
     )
 
 
-def _pick(best: Hint | None, cand: Hint, target: int) -> Hint:
+Better = Callable[[int, int], bool]
+"""``better(a, b)``: is mask ``a`` the one to keep over ``b`` when both are equally preferred."""
+
+
+def closer(distances: Mapping[int, Mapping[int, int]]) -> Better:
+    """The prefer-closest-numa-nodes order: fewer NUMA nodes first; among as many, the lower mean
+    distance between every ordered pair of them (self included); then the lower ids."""
+
+    def mean(m: int) -> float:
+        ids = bits(m)
+        return sum(distances.get(i, {}).get(j, 10 if i == j else 0) for i in ids for j in ids) / len(ids) ** 2
+
+    def better(a: int, b: int) -> bool:
+        if count(a) != count(b):
+            return count(a) < count(b)
+        da, db = mean(a), mean(b)
+        return da < db if da != db else a < b
+
+    return better
+
+
+def _pick(best: Hint | None, cand: Hint, target: int, better: Better) -> Hint:
     if best is None:
         return cand
     assert best.affinity is not None
     assert cand.affinity is not None
+
+    def keep_better() -> Hint:
+        assert best is not None
+        assert best.affinity is not None
+        assert cand.affinity is not None
+        return cand if cand.affinity != best.affinity and better(cand.affinity, best.affinity) else best
+
     if cand.preferred != best.preferred:
         return cand if cand.preferred else best
     if best.preferred:
-        return cand if narrower(cand.affinity, best.affinity) else best
+        return keep_better()
     # Both not preferred: move toward a mask of the target size.
     cur, new = count(best.affinity), count(cand.affinity)
     if cur > target:
-        return cand if narrower(cand.affinity, best.affinity) else best
+        return keep_better()
     if cur == target:
-        return cand if new == target and narrower(cand.affinity, best.affinity) else best
+        return keep_better() if new == target else best
     if new > target:
         return best
     if new == target:
         return cand
     if new != cur:
         return cand if new > cur else best
-    return cand if narrower(cand.affinity, best.affinity) else best
+    return keep_better()
 
 
 @dataclass(frozen=True)
@@ -92,8 +120,18 @@ class Decision:
     admit: bool
 
 
-def merge(providers: Iterable[ProviderHints], numa_ids: Sequence[int], policy: str) -> Decision:
-    """Merge the providers' hints as the kubelet does and say whether the pod is admitted."""
+def merge(
+    providers: Iterable[ProviderHints],
+    numa_ids: Sequence[int],
+    policy: str,
+    distances: Mapping[int, Mapping[int, int]] | None = None,
+) -> Decision:
+    """Merge the providers' hints as the kubelet does and say whether the pod is admitted.
+
+    ``distances`` (NUMA id -> NUMA id -> distance) turns on the prefer-closest-numa-nodes option:
+    among equally good masks of one size, the closest NUMA nodes win; single-numa-node ignores it.
+    """
+    better: Better = closer(distances) if distances and policy != SINGLE_NUMA_NODE else narrower
     if policy == NONE:
         return Decision(None, True, True)
     default = mask(*numa_ids)
@@ -125,7 +163,7 @@ def merge(providers: Iterable[ProviderHints], numa_ids: Sequence[int], policy: s
         preferred = all(h.preferred for h in combo) and len(set(non_nil)) <= 1
         if count(merged) == 0:
             continue
-        best = _pick(best, Hint(merged, preferred), target)
+        best = _pick(best, Hint(merged, preferred), target, better)
     chosen = best or Hint(default, False)
     affinity: int | None = chosen.affinity
     if policy == SINGLE_NUMA_NODE and affinity == default and len(numa_ids) > 1:

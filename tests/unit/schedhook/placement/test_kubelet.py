@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 
 from testkit.placement import g, node, q
-from toposched.schedhook.placement.kubelet import Availability, predict, provider_hints, upstream_filter
+from toposched.schedhook.placement.kubelet import NodeState, predict, upstream_filter
 from toposched.schedhook.placement.model import Container, NodeTopology, Pod
 from toposched.schedhook.placement.topologymanager import Hint, mask
 
@@ -218,7 +218,7 @@ CPU_NODE = node([{"cpu": 4}, {"cpu": 6}], cpu="static", memory="None", capacity=
     ids=["C1", "C2", "C3", "C4"],
 )
 def test_cpu_hints(cpus: int, hints: list[Hint]) -> None:
-    cpu, memory, devices = provider_hints({"cpu": Decimal(cpus)}, "Guaranteed", Availability(CPU_NODE))
+    cpu, memory, devices = NodeState(CPU_NODE).providers(cpus, {}, {"cpu": Decimal(cpus)})
     assert cpu == {"cpu": hints}
     assert memory == devices == {}
 

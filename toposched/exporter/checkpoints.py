@@ -1,0 +1,136 @@
+"""The kubelet's own accounting of exclusive CPUs and pinned memory: its CPU and Memory Manager
+checkpoint files (``cpu_manager_state``, ``memory_manager_state`` in the kubelet's root dir).
+
+PodResources ``List`` shows what app and sidecar containers hold, but not what a pod's regular
+init containers still hold (the kubelet keeps their CPUs and memory for the app containers to
+reuse), nor the Memory Manager's NUMA groups. The checkpoints do: the CPU Manager's default set
+is exactly the CPUs it can still hand out, and the Memory Manager's machine state is its free
+memory per NUMA node and type. A file that is missing, too big or not what we expect is ignored
+(the NRT then comes from PodResources alone); it is never taken as "nothing in use".
+"""
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from toposched.exporter.sysfs import parse_cpulist
+
+CPU_STATE = "cpu_manager_state"
+MEMORY_STATE = "memory_manager_state"
+MAX_BYTES = 8 * 2**20
+"""A checkpoint of thousands of pods is a few hundred KiB; anything far larger is not one."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read or is not what the kubelet writes."""
+
+
+@dataclass(frozen=True)
+class CpuState:
+    policy: str
+    default_cpus: frozenset[int]
+    """CPUs in the shared pool: not held exclusively by any container (reserved ones included)."""
+
+
+@dataclass(frozen=True)
+class MemoryZoneState:
+    allocatable: dict[str, Decimal]
+    free: dict[str, Decimal]
+    cells: tuple[int, ...]
+    """The NUMA nodes this node's pinned memory is grouped with (itself alone when not grouped)."""
+    assignments: int
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    policy: str
+    zones: dict[int, MemoryZoneState] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> list[tuple[int, ...]]:
+        """Multi-NUMA groups, each once."""
+        return sorted({z.cells for z in self.zones.values() if len(z.cells) > 1})
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    cpu: CpuState | None = None
+    memory: MemoryState | None = None
+    problems: tuple[str, ...] = ()
+    """Why a file was ignored, for the logs."""
+
+
+def parse_cpu_state(text: str, where: str = CPU_STATE) -> CpuState:
+    data = _object(text, where)
+    policy, default = data.get("policyName"), data.get("defaultCpuSet")
+    if not isinstance(policy, str) or not isinstance(default, str):
+        raise CheckpointError(f"{where}: policyName and defaultCpuSet must be strings")
+    return CpuState(policy, frozenset(parse_cpulist(default, f"{where}: defaultCpuSet")))
+
+
+def parse_memory_state(text: str, where: str = MEMORY_STATE) -> MemoryState:
+    data = _object(text, where)
+    policy, machine = data.get("policyName"), data.get("machineState") or {}
+    if not isinstance(policy, str) or not isinstance(machine, dict):
+        raise CheckpointError(f"{where}: policyName must be a string and machineState an object")
+    zones = {}
+    for key, node in machine.items():
+        if not str(key).isdigit() or not isinstance(node, dict):
+            raise CheckpointError(f"{where}: machineState[{key!r}] is not a NUMA node's state")
+        memory_map = node.get("memoryMap", {})
+        if not isinstance(memory_map, dict):
+            raise CheckpointError(f"{where}: machineState[{key}].memoryMap is not an object")
+        allocatable, free = {}, {}
+        for kind, sizes in memory_map.items():
+            if not isinstance(sizes, dict):
+                raise CheckpointError(f"{where}: machineState[{key}].memoryMap[{kind!r}] is not an object")
+            allocatable[str(kind)] = _size(sizes.get("allocatable"), f"{where}: {key}/{kind}/allocatable")
+            free[str(kind)] = _size(sizes.get("free"), f"{where}: {key}/{kind}/free")
+        cells = node.get("cells") or [int(key)]
+        if not isinstance(cells, list) or not all(isinstance(c, int) and c >= 0 for c in cells):
+            raise CheckpointError(f"{where}: machineState[{key}].cells is not a list of NUMA ids")
+        assignments = node.get("numberOfAssignments", 0)
+        if not isinstance(assignments, int) or assignments < 0:
+            raise CheckpointError(f"{where}: machineState[{key}].numberOfAssignments is not a count")
+        zones[int(key)] = MemoryZoneState(allocatable, free, tuple(sorted(set(cells))), assignments)
+    return MemoryState(policy, zones)
+
+
+def read(state_dir: Path) -> Checkpoints:
+    """Both checkpoints of the kubelet whose root dir is ``state_dir``, each only when readable."""
+    cpu: CpuState | None = None
+    memory: MemoryState | None = None
+    problems: list[str] = []
+    for name in (CPU_STATE, MEMORY_STATE):
+        path = state_dir / name
+        try:
+            if not path.is_file():
+                continue
+            if path.stat().st_size > MAX_BYTES:
+                raise CheckpointError(f"{path}: larger than {MAX_BYTES} bytes")
+            text = path.read_text()
+            if name == CPU_STATE:
+                cpu = parse_cpu_state(text, str(path))
+            else:
+                memory = parse_memory_state(text, str(path))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            problems.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
+    return Checkpoints(cpu, memory, tuple(problems))
+
+
+def _object(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{where}: not a JSON object")
+    return data
+
+
+def _size(value: object, where: str) -> Decimal:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CheckpointError(f"{where}: {value!r} is not a size in bytes")
+    return Decimal(value)

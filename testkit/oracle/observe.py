@@ -165,10 +165,10 @@ class Observer:
         run = CaseRun(case, self.node_name)
         try:
             node = await asyncio.to_thread(self._fresh_node, case)
-        except RealNodeError:
+        except (RealNodeError, OSError):
             try:  # once more: a daemon of the node may have lost a race with the machine's load
                 node = await asyncio.to_thread(self._fresh_node, case)
-            except RealNodeError as exc:
+            except (RealNodeError, OSError) as exc:
                 run.error = f"the node could not start with this case: {exc}"
                 run.seconds = time.monotonic() - started
                 return run

@@ -96,6 +96,17 @@ def _copy_if_empty(directory: Path, name: str) -> None:
     target.write_text((directory.parent / name).read_text())
 
 
+def _make_cgroup(directory: Path) -> None:
+    """mkdir that survives another node's teardown removing the shared parent at the same moment."""
+    for _ in range(20):
+        try:
+            directory.mkdir(exist_ok=True)
+            return
+        except (FileExistsError, FileNotFoundError):
+            time.sleep(0.05)
+    raise RealNodeError(f"cannot create cgroup {directory}: it keeps appearing and vanishing")
+
+
 def create_cgroups(node: str) -> list[Path]:
     """The node's cgroup (and its daemons child) in every hierarchy; returns the daemons'
     ``cgroup.procs`` files, into which the node's launcher writes itself first thing."""
@@ -103,7 +114,7 @@ def create_cgroups(node: str) -> list[Path]:
     for h in hierarchies():
         path = node_cgroup(h, node)
         for directory in (path.parent, path, path / DAEMONS):
-            directory.mkdir(exist_ok=True)
+            _make_cgroup(directory)
             if "cpuset" in h.controllers:
                 # A v1 cpuset cgroup takes no task until it has CPUs and memory nodes.
                 _copy_if_empty(directory, "cpuset.cpus")

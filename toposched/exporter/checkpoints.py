@@ -10,6 +10,7 @@ memory per NUMA node and type. A file that is missing, too big or not what we ex
 """
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -32,6 +33,12 @@ class CpuState:
     policy: str
     default_cpus: frozenset[int]
     """CPUs in the shared pool: not held exclusively by any container (reserved ones included)."""
+    entries: dict[str, dict[str, frozenset[int]]] = field(default_factory=dict)
+    """Pod uid -> container -> its exclusive CPUs."""
+
+
+Block = tuple[str, int, tuple[int, ...]]
+"""A pinned memory block: type, size in bytes, NUMA nodes."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class MemoryZoneState:
 class MemoryState:
     policy: str
     zones: dict[int, MemoryZoneState] = field(default_factory=dict)
+    entries: dict[str, dict[str, tuple[Block, ...]]] = field(default_factory=dict)
+    """Pod uid -> container -> its pinned memory blocks."""
 
     @property
     def groups(self) -> list[tuple[int, ...]]:
@@ -67,7 +76,18 @@ def parse_cpu_state(text: str, where: str = CPU_STATE) -> CpuState:
     policy, default = data.get("policyName"), data.get("defaultCpuSet")
     if not isinstance(policy, str) or not isinstance(default, str):
         raise CheckpointError(f"{where}: policyName and defaultCpuSet must be strings")
-    return CpuState(policy, frozenset(parse_cpulist(default, f"{where}: defaultCpuSet")))
+    entries: dict[str, dict[str, frozenset[int]]] = {}
+    raw = data.get("entries") or {}
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{where}: entries is not an object")
+    for uid, containers in raw.items():
+        if not isinstance(containers, dict) or not all(isinstance(v, str) for v in containers.values()):
+            raise CheckpointError(f"{where}: entries[{uid!r}] is not container -> cpuset")
+        entries[str(uid)] = {
+            str(name): frozenset(parse_cpulist(cpus, f"{where}: entries[{uid}][{name}]"))
+            for name, cpus in containers.items()
+        }
+    return CpuState(policy, frozenset(parse_cpulist(default, f"{where}: defaultCpuSet")), entries)
 
 
 def parse_memory_state(text: str, where: str = MEMORY_STATE) -> MemoryState:
@@ -95,7 +115,51 @@ def parse_memory_state(text: str, where: str = MEMORY_STATE) -> MemoryState:
         if not isinstance(assignments, int) or assignments < 0:
             raise CheckpointError(f"{where}: machineState[{key}].numberOfAssignments is not a count")
         zones[int(key)] = MemoryZoneState(allocatable, free, tuple(sorted(set(cells))), assignments)
-    return MemoryState(policy, zones)
+    entries: dict[str, dict[str, tuple[Block, ...]]] = {}
+    raw = data.get("entries") or {}
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{where}: entries is not an object")
+    for uid, containers in raw.items():
+        if not isinstance(containers, dict):
+            raise CheckpointError(f"{where}: entries[{uid!r}] is not container -> blocks")
+        entries[str(uid)] = {
+            str(name): tuple(_block(b, f"{where}: entries[{uid}][{name}]") for b in blocks or [])
+            for name, blocks in containers.items()
+        }
+    return MemoryState(policy, zones, entries)
+
+
+def _block(raw: object, where: str) -> Block:
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise CheckpointError(f"{where}: not a memory block")
+    numa = raw.get("numaAffinity") or []
+    if not isinstance(numa, list) or not all(isinstance(n, int) and n >= 0 for n in numa):
+        raise CheckpointError(f"{where}: numaAffinity is not a list of NUMA ids")
+    return str(raw["type"]), int(_size(raw.get("size"), f"{where}: size")), tuple(sorted(numa))
+
+
+Holding = tuple[str, frozenset[int], frozenset[Block]]
+"""What one container holds: its name, exclusive CPUs and pinned memory blocks."""
+
+
+def stale_pods(checkpoints: Checkpoints, listed: Iterable[Iterable[Holding]]) -> set[str]:
+    """Pods the checkpoints still hold that the kubelet no longer runs (one it rejected after its
+    first containers got their CPUs, say: the kubelet drops those at its next admission or
+    reconcile). A pod is live when one of its containers holds exactly what a container PodResources
+    lists holds; ``listed`` gives per listed pod its containers' (name, CPUs, memory blocks)."""
+    held: set[Holding] = {(name, cpus, blocks) for pod in listed for name, cpus, blocks in pod if cpus or blocks}
+    cpu = checkpoints.cpu.entries if checkpoints.cpu is not None else {}
+    memory = checkpoints.memory.entries if checkpoints.memory is not None else {}
+    stale = set()
+    for uid in {*cpu, *memory}:
+        names = {*cpu.get(uid, {}), *memory.get(uid, {})}
+        mine = {
+            (name, cpu.get(uid, {}).get(name, frozenset()), frozenset(memory.get(uid, {}).get(name, ())))
+            for name in names
+        }
+        if not mine & held:
+            stale.add(uid)
+    return stale
 
 
 def read(state_dir: Path) -> Checkpoints:

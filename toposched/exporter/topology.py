@@ -39,7 +39,7 @@ from toposched.apis.constants import (
 )
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from toposched.exporter.checkpoints import Checkpoints
+from toposched.exporter.checkpoints import Checkpoints, Holding, stale_pods
 from toposched.exporter.kubeletconfig import KubeletConfig
 from toposched.exporter.sysfs import Machine, format_cpulist
 
@@ -104,6 +104,13 @@ class Inputs:
     checkpoints: Checkpoints | None = None
     """The CPU and Memory Managers' checkpoints, when readable: they also count what regular init
     containers hold, which PodResources does not list."""
+
+
+def _held(pod: PodUse) -> list[Holding]:
+    return [
+        (c.name, frozenset(c.cpu_ids), frozenset((m.type, m.size, tuple(sorted(m.numa))) for m in c.memory))
+        for c in pod.containers
+    ]
 
 
 def zone_name(numa: int) -> str:
@@ -233,17 +240,36 @@ def build(inputs: Inputs) -> NodeResourceTopology:
 
     groups = sorted({block.numa for pod in pods for c in pod.containers for block in c.memory if len(block.numa) > 1})
     checkpoints = inputs.checkpoints or Checkpoints()
+    stale = stale_pods(checkpoints, (_held(pod) for pod in pods)) if inputs.pods is not None else set()
     if alloc is not None and alloc.cpu_ids and checkpoints.cpu is not None and checkpoints.cpu.policy == "static":
-        # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out.
+        # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out
+        # (with what pods it no longer runs still hold until it notices).
+        pool = set(checkpoints.cpu.default_cpus)
+        for uid in stale:
+            for cpus in checkpoints.cpu.entries.get(uid, {}).values():
+                pool |= cpus
         for n in machine.nodes:
-            free = sum(1 for cpu in alloc.cpu_ids if cpu_node.get(cpu) == n.id and cpu in checkpoints.cpu.default_cpus)
+            free = sum(1 for cpu in alloc.cpu_ids if cpu_node.get(cpu) == n.id and cpu in pool)
             used[n.id]["cpu"] = allocatable[n.id].get("cpu", Decimal(0)) - Decimal(free)
     if memory_from_manager and checkpoints.memory is not None and checkpoints.memory.policy == "Static":
+        free_memory = {n: dict(z.free) for n, z in checkpoints.memory.zones.items()}
+        for uid in stale:
+            for blocks in checkpoints.memory.entries.get(uid, {}).values():
+                for kind, size, numas in blocks:
+                    left = Decimal(size)
+                    for numa in numas:  # given back in the order the kubelet took it
+                        zone = checkpoints.memory.zones.get(numa)
+                        if zone is None or left <= 0:
+                            continue
+                        headroom = zone.allocatable.get(kind, Decimal(0)) - free_memory[numa].get(kind, Decimal(0))
+                        back = min(headroom, left)
+                        free_memory[numa][kind] = free_memory[numa].get(kind, Decimal(0)) + back
+                        left -= back
         for numa, state in checkpoints.memory.zones.items():
             if numa in allocatable:
                 for kind, pinnable in state.allocatable.items():
                     allocatable[numa][kind] = pinnable
-                    used[numa][kind] = pinnable - state.free.get(kind, pinnable)
+                    used[numa][kind] = pinnable - free_memory[numa].get(kind, pinnable)
         groups = checkpoints.memory.groups
 
     zones = []

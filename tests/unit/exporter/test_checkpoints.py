@@ -13,6 +13,7 @@ from toposched.exporter.checkpoints import (
     parse_cpu_state,
     parse_memory_state,
     read,
+    stale_pods,
 )
 from toposched.exporter.kubeletconfig import parse as parse_kubelet
 from toposched.exporter.sysfs import read_machine
@@ -131,3 +132,20 @@ def test_the_nrt_counts_what_init_containers_hold(tmp_path: Path) -> None:
     assert available(inputs) == {"node-0": ("0", str(3 * GI)), "node-1": ("4", str(4 * GI))}
     without = Inputs(**{**inputs.__dict__, "checkpoints": None})
     assert available(without) == {"node-0": ("2", str(3 * GI + GI // 2)), "node-1": ("4", str(4 * GI))}
+
+
+def test_a_rejected_pods_leftovers_are_not_counted() -> None:
+    """The kubelet rejected pod ``gone`` after its sidecar got CPU 1: the checkpoint holds it until
+    the kubelet's next admission or reconcile, PodResources does not list it: it is stale."""
+    state = parse_cpu_state(
+        json.dumps(
+            {
+                "policyName": "static",
+                "defaultCpuSet": "0,4-7",
+                "entries": {"live": {"app": "2-3"}, "gone": {"sidecar": "1"}},
+            }
+        )
+    )
+    listed = [[("app", frozenset({2, 3}), frozenset())]]
+    assert stale_pods(Checkpoints(cpu=state), listed) == {"gone"}
+    assert stale_pods(Checkpoints(cpu=state), []) == {"live", "gone"}

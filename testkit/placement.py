@@ -21,19 +21,36 @@ def node(
     memory: str | None = None,
     extra: dict[str, str | int] | None = None,
     capacity: list[dict[str, str | int]] | None = None,
+    allocatable: list[dict[str, str | int]] | None = None,
+    distances: list[list[int]] | None = None,
+    prefer_closest: bool = False,
+    memory_groups: tuple[int, ...] = (),
 ) -> NodeTopology:
     """Zones given by their available amounts (allocatable = capacity = available unless told)."""
     built = []
     for i, z in enumerate(zones):
         cap = q(capacity[i]) if capacity else q(z)
-        built.append(NumaZone(i, cap, cap, q(z)))
-    allocatable: dict[str, Decimal] = {}
+        pinnable = q(allocatable[i]) if allocatable else cap
+        built.append(NumaZone(i, cap, pinnable, q(z)))
+    node_allocatable: dict[str, Decimal] = {}
     for z in zones:
         for k, v in q(z).items():
-            allocatable[k] = allocatable.get(k, Decimal(0)) + v
-    allocatable.update(q(extra or {}))
-    allocatable.setdefault("ephemeral-storage", Decimal(10**12))
-    return NodeTopology("n", tuple(built), policy, scope, cpu, memory, allocatable)
+            node_allocatable[k] = node_allocatable.get(k, Decimal(0)) + v
+    node_allocatable.update(q(extra or {}))
+    node_allocatable.setdefault("ephemeral-storage", Decimal(10**12))
+    table = {i: dict(enumerate(row)) for i, row in enumerate(distances or [])}
+    return NodeTopology(
+        "n",
+        tuple(built),
+        policy,
+        scope,
+        cpu,
+        memory,
+        node_allocatable,
+        distances=table,
+        prefer_closest=prefer_closest,
+        memory_groups=memory_groups,
+    )
 
 
 def g(name: str = "c", **resources: str | int) -> Container:

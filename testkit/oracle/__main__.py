@@ -1,7 +1,7 @@
 """``python -m testkit.oracle --cases N --seed S``: toposched's admission predictor against real kubelets.
 
 Needs the local cluster (``make cluster``) and root (the real nodes). Runs the cases on ``--nodes``
-real nodes side by side (``oracle-0`` ...; removed at the end unless ``--keep``), prints a line per
+real nodes side by side (``oracle-0`` ..., see ``--prefix``; removed at the end unless ``--keep``), prints a line per
 case with a disagreement (every case with ``-v``), writes every step to ``--out`` (JSON) when
 asked, and ends with exactly one summary line:
 
@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=int, default=3, help="real nodes running cases side by side (default 3)")
     parser.add_argument("--out", type=Path, help="write every case, step and disagreement here (JSON)")
     parser.add_argument("--keep", action="store_true", help="leave the oracle's nodes running at the end")
+    parser.add_argument(
+        "--prefix", default="oracle", help="name the real nodes <prefix>-0, <prefix>-1, ... (default oracle)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="a line for every case, not only failing ones")
     return parser.parse_args(argv)
 
@@ -66,7 +69,7 @@ async def run_all(args: argparse.Namespace) -> tuple[list[CaseRun], list[Disagre
                 disagreements.extend(found)
                 report(run, found, args.verbose)
 
-        await asyncio.gather(*(worker(f"oracle-{i}") for i in range(max(1, min(args.nodes, len(cases))))))
+        await asyncio.gather(*(worker(f"{args.prefix}-{i}") for i in range(max(1, min(args.nodes, len(cases))))))
     runs.sort(key=lambda r: r.case.number)
     return runs, disagreements
 
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             for i in range(args.nodes):
                 with contextlib.suppress(RealNodeError):  # never created
-                    remove_node(f"oracle-{i}")
+                    remove_node(f"{args.prefix}-{i}")
     errors = [r for r in runs if r.error]
     undocumented = [d for d in disagreements if not d.documented]
     pods = sum(1 for r in runs for s in r.steps if s.observation is not None)

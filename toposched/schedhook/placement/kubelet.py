@@ -314,8 +314,8 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
     for c in (*pod.init_containers, *pod.containers):
         what = ("sidecar" if c.sidecar else "init") if c in pod.init_containers else ""
         name = f"{what} container {c.name}".strip()
-        if node.policy == NONE:
-            decided = Hint(None, True)
+        if node.policy == NONE:  # no hints asked for: the managers allocate with an empty, unpreferred hint
+            decided = Hint(None, False)
         else:
             decision = merge(
                 state.providers(guaranteed_cpus(pod, c), memory_request(pod, c), container_request(c)),

@@ -88,7 +88,7 @@ def pod_memory_request(pod: Pod) -> dict[str, Decimal]:
 
 
 class RejectedError(Exception):
-    """The kubelet would refuse the pod (TopologyAffinityError, or the Memory Manager's error)."""
+    """A resource manager's allocation would fail: the kubelet's UnexpectedAdmissionError."""
 
 
 class NodeState:
@@ -158,6 +158,8 @@ class NodeState:
                     left -= take
             if not left:
                 break
+        if left:  # the CPU Manager's allocation fails: UnexpectedAdmissionError
+            raise RejectedError(f"not enough CPUs: {request} requested, {request - left} free")
         if init:  # a regular init container's CPUs wait for the app containers to reuse them
             for n, k in used.items():
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
@@ -309,7 +311,7 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
             for c in (*pod.init_containers, *pod.containers):
                 used.update(_allocate(state, pod, c, Hint(decision.affinity, decision.preferred)))
         except RejectedError as exc:
-            return Verdict(False, f"cannot pin the memory of pod: {exc}")
+            return Verdict(False, f"cannot allocate for pod: {exc}")
         return Verdict(True, numa={"pod": tuple(sorted(used))})
     for c in (*pod.init_containers, *pod.containers):
         what = ("sidecar" if c.sidecar else "init") if c in pod.init_containers else ""
@@ -329,7 +331,7 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
         try:
             zones = _allocate(state, pod, c, decided)
         except RejectedError as exc:
-            return Verdict(False, f"cannot pin the memory of {name}: {exc}", placed)
+            return Verdict(False, f"cannot allocate for {name}: {exc}", placed)
         if node.policy != NONE:
             placed[c.name] = tuple(sorted(set(bits(decided.affinity or everything)) | set(zones)))
     return Verdict(True, numa=placed)

@@ -1,0 +1,112 @@
+"""List-then-watch against a scripted apiserver: errors are never data, backoff resets on a good list."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+
+from toposched.kube import watch
+
+
+class Response:
+    def __init__(self, status: int, body: Any = None, events: list[dict[str, Any]] | None = None) -> None:
+        self.status = status
+        self.body = orjson.dumps(body) if body is not None else b""
+        self.events = events or []
+
+    async def read(self) -> bytes:
+        return self.body
+
+    @property
+    def content(self) -> AsyncIterator[bytes]:
+        async def lines() -> AsyncIterator[bytes]:
+            for event in self.events:
+                yield orjson.dumps(event) + b"\n"
+
+        return lines()
+
+    def release(self) -> None:
+        pass
+
+
+def listing(*names: str, version: str = "1") -> Response:
+    items = [{"metadata": {"name": n, "resourceVersion": version}} for n in names]
+    return Response(200, {"kind": "List", "metadata": {"resourceVersion": version}, "items": items})
+
+
+FORBIDDEN = Response(403, {"kind": "Status", "code": 403, "message": "nodes is forbidden"})
+
+
+class Apiserver:
+    """Answers list and watch calls from a script; a watch past the script hangs (as an idle one does)."""
+
+    def __init__(self, script: list[Response]) -> None:
+        self.script = script
+        self.calls: list[str] = []
+        self.played = asyncio.Event()
+
+    async def __call__(self, **params: Any) -> Response:
+        self.calls.append("watch" if params.get("watch") else "list")
+        if not self.script:
+            self.played.set()
+            await asyncio.Event().wait()
+        return self.script.pop(0)
+
+
+async def follow(apiserver: Apiserver, within: float = 2.0) -> list[tuple[str, Any]]:
+    seen: list[tuple[str, Any]] = []
+    task = asyncio.create_task(
+        watch.follow(
+            apiserver,
+            lambda items: seen.append(("listed", [i["metadata"]["name"] for i in items])),
+            lambda kind, obj: seen.append((kind, obj["metadata"]["name"])),
+            "things",
+        )
+    )
+    await asyncio.wait_for(apiserver.played.wait(), within)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return seen
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watch, "RETRY_FIRST", 0.01)
+    monkeypatch.setattr(watch, "RETRY_MAX", 0.02)
+
+
+async def test_an_error_answer_to_a_list_is_never_taken_for_an_empty_list() -> None:
+    seen = await follow(Apiserver([listing("a", "b"), Response(500), FORBIDDEN, listing("a", "c")]))
+    # the watch failed (500), the next list was refused (403): nothing was listed in between
+    assert seen == [("listed", ["a", "b"]), ("listed", ["a", "c"])]
+
+
+async def test_events_then_an_expired_watch_lists_again_at_once() -> None:
+    expired = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}
+    events = [
+        {"type": "ADDED", "object": {"metadata": {"name": "c", "resourceVersion": "2"}}},
+        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "3"}}},
+        expired,
+    ]
+    apiserver = Apiserver([listing("a"), Response(200, events=events), listing("a", "c", version="4")])
+    seen = await follow(apiserver)
+    assert seen == [("listed", ["a"]), ("ADDED", "c"), ("listed", ["a", "c"])]
+    assert apiserver.calls[:3] == ["list", "watch", "list"]
+
+
+async def test_backoff_resets_after_a_good_list(caplog: pytest.LogCaptureFixture) -> None:
+    apiserver = Apiserver([FORBIDDEN, FORBIDDEN, FORBIDDEN, listing("a"), Response(503), listing("b")])
+    with caplog.at_level("INFO", logger="toposched.kube.watch"):
+        seen = await follow(apiserver)
+    assert seen == [("listed", ["a"]), ("listed", ["b"])]
+    lines = [r.getMessage() for r in caplog.records]
+    # one line when following fails, one when it is back, for each outage; no tracebacks
+    assert [line.split(" (")[0].split(" after")[0] for line in lines] == [
+        "watch of things failed",
+        "following things again",
+        "watch of things failed",
+        "following things again",
+    ]
+    assert not any(r.exc_info for r in caplog.records)

@@ -56,6 +56,24 @@ ready() {
   [[ -f "$kubeconfig" ]] && [[ "$(timeout 5 "${kubectl[@]}" get --raw /readyz 2>/dev/null)" == ok ]]
 }
 
+# The components kwokctl started whose process is gone (pid files; a zombie counts as gone). The
+# scheduler and controller-manager exit on lost leadership while the apiserver stays ready.
+dead_components() {
+  local pid_file pid
+  for pid_file in "$cluster_dir"/pids/*.pid; do
+    [[ -e "$pid_file" ]] || continue
+    pid=$(<"$pid_file")
+    if ! [[ "$pid" =~ ^[0-9]+$ ]] || ! kill -0 "$pid" 2>/dev/null ||
+      [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == Z ]]; then
+      basename "$pid_file" .pid
+    fi
+  done
+}
+
+healthy() {
+  ready && [[ -z "$(dead_components)" ]]
+}
+
 wait_ready() {
   local deadline=$((SECONDS + $1))
   while ((SECONDS < deadline)); do
@@ -106,14 +124,16 @@ up() {
   binaries
   if [[ -d "$cluster_dir" ]]; then
     write_kubeconfig 2>/dev/null || true
-    if ready; then
+    if healthy; then
       start_real_nodes
       usage_hint
       return 0
     fi
-    # A previous run was stopped or died half-way: stop what is left of it (pid files) and start
-    # it again with its data; if that fails, start over.
-    log "a previous cluster is not ready; restarting it"
+    # A previous run was stopped or died half-way, or some component exited: stop what is left of
+    # it (pid files) and start it again with its data; if that fails, start over.
+    local dead
+    dead=$(dead_components | tr '\n' ' ')
+    log "a previous cluster is not healthy${dead:+ (not running: $dead)}; restarting it"
     "${kwokctl[@]}" stop cluster >"$state/stop.log" 2>&1 || true
     if "${kwokctl[@]}" start cluster --timeout 60s >"$state/start.log" 2>&1 && write_kubeconfig && wait_ready 30; then
       start_real_nodes
@@ -153,12 +173,16 @@ status() {
     return 1
   fi
   binaries
-  if ready; then
-    echo "up ($kubeconfig)"
-  else
-    echo "not ready (run: make cluster)"
+  local dead
+  dead=$(dead_components | tr '\n' ' ')
+  if ! ready; then
+    echo "not ready${dead:+ (not running: $dead)} (run: make cluster)"
+    return 1
+  elif [[ -n "$dead" ]]; then
+    echo "degraded: not running: $dead(run: make cluster)"
     return 1
   fi
+  echo "up ($kubeconfig)"
   if have_real_nodes; then
     echo "real nodes:"
     realnode list | sed 's/^/  /'

@@ -18,6 +18,8 @@ logger = logging.getLogger(__name__)
 class Leadership:
     def __init__(self) -> None:
         self.leading = asyncio.Event()
+        self.failing = False
+        """Campaigning fails (said once per outage)."""
 
     def grant_unconditionally(self) -> None:
         """Single-replica mode (leader election off)."""
@@ -35,6 +37,7 @@ class Leadership:
         lock = LeaseLock(name, namespace, identity, api)
 
         async def started() -> None:
+            self.failing = False
             logger.info("leading as %s (lease %s/%s)", identity, namespace, name)
             self.leading.set()
             await on_elected()
@@ -58,8 +61,13 @@ class Leadership:
                 if self.leading.is_set():
                     await self._release(api, namespace, name, identity)
                 raise
-            except Exception:  # the apiserver may be restarting: keep campaigning
-                logger.exception("leader election failed; retrying")
+            except Exception as exc:  # the apiserver may be restarting: keep campaigning
+                # One line per outage (the apiserver may be away for a while), no traceback.
+                if not self.failing:
+                    logger.warning("leader election failed (%s); retrying every 2s", str(exc) or type(exc).__name__)
+                else:
+                    logger.debug("leader election still failing: %s", exc)
+                self.failing = True
                 self.leading.clear()
             await asyncio.sleep(2)
 

@@ -33,7 +33,9 @@ async def start(
     settings.watching.server_timeout = 300
     # Kopf would post an Event for every handler log line at INFO; keep Events for what matters.
     settings.posting.level = logging.WARNING
-    settings.networking.error_backoffs = [1, 2, 5, 10, 20]
+    # Retry API errors every 2 s at most for about 30 s: a restarted apiserver is followed again
+    # within 2 s of being back, and an outage of half a minute does not give up a watch.
+    settings.networking.error_backoffs = [0.5, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
     runtime = Runtime(settings=config, api=await connect())
     memo["runtime"] = runtime
     if config.metrics_port:

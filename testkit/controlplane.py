@@ -1,0 +1,98 @@
+"""The local control plane's components as processes: which run, and stopping and starting one
+(an apiserver restart in a recovery test) the way kwokctl started it.
+
+kwokctl's binary runtime keeps each component's command line in ``kwok.yaml`` and its pid in
+``pids/<name>.pid``; a component started here goes back into that pid file, so ``make
+cluster-down`` stops it like the others.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from testkit.paths import REPO
+
+CLUSTER_DIR = REPO / ".cluster" / "kwok" / "clusters" / "toposched"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    binary: str
+    args: tuple[str, ...]
+    workdir: Path
+
+    @property
+    def pid_file(self) -> Path:
+        return CLUSTER_DIR / "pids" / f"{self.name}.pid"
+
+    @property
+    def log(self) -> Path:
+        return CLUSTER_DIR / "logs" / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def running(self) -> bool:
+        pid = self.pid()
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, grace: float = 15) -> float:
+        """Stop it with ``sig``; after ``grace`` seconds, SIGKILL (as a kubelet ends a pod's grace
+        period). Returns how long it took. (A kube-apiserver with watches open can take minutes
+        to finish a SIGTERM.)"""
+        pid = self.pid()
+        started = time.monotonic()
+        if pid is None or not self.running():
+            return 0.0
+        os.kill(pid, sig)
+        while self.running():
+            if time.monotonic() - started > grace:
+                os.kill(pid, signal.SIGKILL)
+                grace = float("inf")
+            time.sleep(0.05)
+        return time.monotonic() - started
+
+    def start(self) -> int:
+        if self.running():
+            raise RuntimeError(f"{self.name} is already running (pid {self.pid()})")
+        with self.log.open("ab") as log:
+            proc = subprocess.Popen(
+                [self.binary, *self.args],
+                cwd=self.workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(f"{proc.pid}\n")
+        return proc.pid
+
+
+def components() -> dict[str, Component]:
+    """The cluster's components from kwokctl's record of them (``kwok.yaml``, first document)."""
+    path = CLUSTER_DIR / "kwok.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the local cluster was never created (make cluster)")
+    document = next(iter(yaml.safe_load_all(path.read_text())))
+    return {
+        c["name"]: Component(c["name"], c["binary"], tuple(c.get("args") or ()), Path(c.get("workDir") or CLUSTER_DIR))
+        for c in document.get("components") or []
+    }

@@ -42,6 +42,10 @@ LAST_SUCCESS = Gauge("toposched_exporter_last_success_timestamp_seconds", "When 
 PODRESOURCES_SECONDS = Histogram(
     "toposched_exporter_podresources_call_seconds", "PodResources call latency.", ["method"]
 )
+RETRY_FIRST = 0.5
+RETRY_MAX = 2.0
+"""Seconds between publish attempts while the apiserver is away: one write, and the NRT should
+be current again within a few seconds of the apiserver being back."""
 STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint")
 
 
@@ -179,7 +183,8 @@ class Exporter:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.first_poll.wait(), 5)
             self.mark_changed("start")
-            backoff = 1.0
+            backoff = RETRY_FIRST
+            failing_since: float | None = None
             try:
                 while True:
                     await self.changed.wait()
@@ -196,17 +201,23 @@ class Exporter:
                                 UPDATE_LATENCY.observe(self.last_write - seen)
                         self.last_success = time.time()
                         LAST_SUCCESS.set(self.last_success)
-                        backoff = 1.0
+                        if failing_since is not None:
+                            logger.info("publishing again after %.1fs", time.monotonic() - failing_since)
+                        backoff, failing_since = RETRY_FIRST, None
                     except NodeGoneError as exc:
                         logger.warning("%s; not publishing", exc)
                     except (SysfsError, KubeletConfigError) as exc:
                         API_FAILURES.labels("local").inc()
                         logger.error("cannot build the NRT: %s", exc)
-                    except Exception as exc:  # the apiserver may be restarting: retry with backoff
+                    except Exception as exc:  # the apiserver may be restarting: retry soon, say it once
                         API_FAILURES.labels("kubernetes").inc()
-                        logger.warning("publishing failed (%s); retrying in %.0fs", exc, backoff)
+                        if failing_since is None:
+                            failing_since = time.monotonic()
+                            logger.warning("publishing failed (%s); retrying every %.0fs at most", exc, RETRY_MAX)
+                        else:
+                            logger.debug("publishing still failing: %s", exc)
                         await asyncio.sleep(backoff)
-                        backoff = min(60.0, backoff * 2)
+                        backoff = min(RETRY_MAX, backoff * 2)
                         self.mark_changed("retry")
             finally:
                 for task in tasks:

@@ -1,0 +1,198 @@
+"""kube-apiserver restarts (SIGTERM and kill -9) with toposched's components running.
+
+Each component must resume within 5 s of the apiserver being ready again, log one line per
+failure (no traceback), and never take an error answer for data. The control plane's own
+scheduler and controller-manager exit when they lose their leases during an outage; the test
+starts them again, as a kubelet would. ``TOPOSCHED_RESTARTS`` sets how many restarts (default 4).
+"""
+
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_asyncio import client, config
+
+from testkit.cluster import OperatorProcess, ensure_kwok_node, wait_for
+from testkit.controlplane import components
+from testkit.paths import EXAMPLES, REPO
+from testkit.podresources import FakeKubelet
+from testkit.sysfs import two_socket
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.exporter.podresources._generated import api_pb2
+from toposched.kube.watch import ListError, follow, list_objects
+
+pytestmark = pytest.mark.cluster
+
+RESTARTS = int(os.environ.get("TOPOSCHED_RESTARTS", "4"))
+RESUME_WITHIN = 5.0
+
+
+def restart_apiserver(kill: bool) -> float:
+    """Stop the apiserver (SIGTERM with a 15 s grace, or SIGKILL) and start it; start again any
+    component that died meanwhile. Returns the outage's length."""
+    parts = components()
+    started = time.monotonic()
+    parts["kube-apiserver"].stop(signal.SIGKILL if kill else signal.SIGTERM)
+    parts["kube-apiserver"].start()
+    return time.monotonic() - started
+
+
+def heal() -> None:
+    for part in components().values():
+        if not part.running():
+            part.start()
+
+
+async def ready(api: client.ApiClient, within: float = 90) -> float:
+    """Wait for /readyz; returns when it answered."""
+
+    async def answers() -> bool:
+        try:
+            response = await api.call_api("/readyz", "GET", _preload_content=False, _request_timeout=5)
+            response.release()
+            return bool(response.status == 200)
+        except Exception:
+            return False
+
+    await wait_for(answers, within=within, what="the apiserver ready again")
+    return time.monotonic()
+
+
+@pytest.fixture
+async def kubelet() -> AsyncIterator[FakeKubelet]:
+    socket_dir = Path(tempfile.mkdtemp(prefix="tsr-", dir="/tmp"))
+    server = FakeKubelet(socket_dir / "kubelet.sock")
+    server.allocatable = api_pb2.AllocatableResourcesResponse(cpu_ids=[c for c in range(64) if c not in (0, 32)])
+    await server.start()
+    yield server
+    await server.stop()
+    os.rmdir(socket_dir)
+
+
+async def test_components_resume_after_apiserver_restarts(
+    api: client.ApiClient, kubeconfig: Path, namespace: str, crds: None, kubelet: FakeKubelet, tmp_path: Path
+) -> None:
+    custom = client.CustomObjectsApi(api)
+    node = f"restart-{uuid.uuid4().hex[:6]}"
+    await ensure_kwok_node(api, node)
+    operator = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op", lease="recovery")
+    exporter_log = tmp_path / "exporter.log"
+    args = ["--sysfs", str(two_socket(tmp_path)), "--podresources", str(kubelet.socket), "--period", "1"]
+    args += ["--kubelet-state-dir", str(tmp_path), "--metrics-port", "0", "--health-port", "0"]
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
+    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+
+    async def appgroup_ordered(name: str) -> Any:
+        obj = await custom.get_namespaced_custom_object(
+            AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, name
+        )
+        return (obj.get("status") or {}).get("topologyOrder")
+
+    async def nrt_published() -> Any:
+        try:
+            return await custom.get_cluster_custom_object(
+                NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, node
+            )
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def create_appgroup(name: str) -> None:
+        body = {**appgroup, "metadata": {"name": name}}
+        await custom.create_namespaced_custom_object(AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, body)
+
+    operator.start()
+    with exporter_log.open("wb") as out:
+        exporter = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
+        )
+    resumes: dict[str, list[float]] = {"operator": [], "exporter": []}
+    try:
+        await create_appgroup("before")
+        await wait_for(lambda: appgroup_ordered("before"), within=60, what="the operator's first status")
+        await wait_for(nrt_published, within=60, what="the exporter's first NRT")
+        for i in range(RESTARTS):
+            outage = await asyncio.to_thread(restart_apiserver, kill=i % 2 == 1)
+            back = await ready(api)
+            await asyncio.to_thread(heal)
+            print(f"restart {i} ({'kill -9' if i % 2 else 'SIGTERM'}): {outage:.1f}s down")
+            # The exporter: its NRT deleted as soon as the apiserver is back must come back.
+            await custom.delete_cluster_custom_object(
+                NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, node
+            )
+            name = f"after-{i}"
+            await create_appgroup(name)
+            await wait_for(lambda name=name: appgroup_ordered(name), within=60, what="the operator's status")
+            resumes["operator"].append(time.monotonic() - back)
+            await wait_for(nrt_published, within=60, what="the exporter's NRT")
+            resumes["exporter"].append(time.monotonic() - back)
+        print({k: [round(v, 1) for v in vs] for k, vs in resumes.items()})
+    finally:
+        operator.stop()
+        exporter.terminate()
+        await asyncio.wait_for(exporter.wait(), 15)
+        await asyncio.to_thread(heal)
+    for component, times in resumes.items():
+        assert max(times) <= RESUME_WITHIN, f"{component} resumed {times} s after the apiserver was ready"
+    for log in (tmp_path / "operator.log", exporter_log):
+        assert "Traceback" not in log.read_text(), log.read_text()[-5000:]
+
+
+async def test_a_refused_list_is_an_error_not_an_empty_list(
+    api: client.ApiClient, kubeconfig: Path, namespace: str
+) -> None:
+    """The apiserver's answer to a list the caller may not make (403) is an error: it must never
+    be taken for "there are none", which would empty a cache of that kind."""
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    await core.create_namespaced_service_account(namespace, {"metadata": {"name": "watcher"}})
+    token = (
+        await core.create_namespaced_service_account_token("watcher", namespace, {"spec": {"expirationSeconds": 600}})
+    ).status.token
+    await core.create_namespaced_config_map(namespace, {"metadata": {"name": "kept"}})
+    own = client.Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=own)
+    own.api_key = {"BearerToken": f"Bearer {token}"}
+    own.cert_file = own.key_file = None
+    seen: list[list[str]] = []
+    async with client.ApiClient(own) as watcher:
+        lister = client.CoreV1Api(watcher).list_namespaced_config_map
+
+        async def list_all(**params: Any) -> Any:
+            return await lister(namespace, **params)
+
+        with pytest.raises(ListError, match="403"):
+            await list_objects(list_all)
+        rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]
+        await rbac.create_namespaced_role(namespace, {"metadata": {"name": "watcher"}, "rules": rules})
+        await rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": "watcher"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "watcher"},
+                "subjects": [{"kind": "ServiceAccount", "name": "watcher", "namespace": namespace}],
+            },
+        )
+
+        def listed(items: list[dict[str, Any]]) -> None:
+            seen.append([i["metadata"]["name"] for i in items])
+
+        async def first() -> list[str] | None:
+            return seen[0] if seen else None
+
+        task = asyncio.create_task(follow(list_all, listed, lambda *_: None, "configmaps"))
+        try:
+            assert "kept" in await wait_for(first, within=30, what="the first good list")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -125,6 +125,23 @@ def create_cgroups(node: str) -> list[Path]:
     return procs
 
 
+def create_child_cgroup(node: str, child: str) -> list[Path]:
+    """A cgroup ``child`` of an existing node's cgroup in every hierarchy, for a process that belongs
+    with the node (its exporter), so that the node's teardown kills it too; returns the
+    ``cgroup.procs`` files to join."""
+    procs = []
+    for h in hierarchies():
+        path = node_cgroup(h, node) / child
+        if not path.parent.is_dir():
+            raise RealNodeError(f"node {node} has no cgroup in {h.mount}: is it running?")
+        path.mkdir(exist_ok=True)
+        if "cpuset" in h.controllers:
+            _copy_if_empty(path, "cpuset.cpus")
+            _copy_if_empty(path, "cpuset.mems")
+        procs.append(path / "cgroup.procs")
+    return procs
+
+
 def cgroup_pids(node: str) -> set[int]:
     """Every process in the node's cgroups, in any hierarchy."""
     pids: set[int] = set()

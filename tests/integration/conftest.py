@@ -67,6 +67,21 @@ async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
 
 
 @pytest.fixture
+def real_node_host(kubeconfig: Path) -> None:
+    """Root and the tools real kubelet nodes need; without them the test skips, except under CI,
+    where it fails (a CI machine is set up by `make test-tools`)."""
+    from testkit.realnode import missing_tools
+
+    problems = [] if os.geteuid() == 0 else ["root"]
+    problems += [f"{m.what} ({m.package})" for m in missing_tools()]
+    if problems:
+        message = f"real nodes need {', '.join(problems)}: run `make test-tools` as root"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture
 def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
     """``toposched operator`` watching only this test's namespace, with a Lease of its own there."""
     proc = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op-a", lease="toposched-test")

@@ -271,7 +271,7 @@ class RealNode:
         return host.cgroup_pids(self.name)
 
     def kubelet_running(self) -> bool:
-        return any(host.comm(pid) == "kubelet" for pid in self.pids())
+        return any(host.comm(pid) == "kubelet" and host.alive(pid) for pid in self.pids())
 
     def usage(self) -> tuple[int, float]:
         """(resident memory in bytes, CPU seconds used so far) of all the node's processes:
@@ -427,6 +427,7 @@ def add_node(
                 if i not in used
                 and not host.link_exists(f"tsrn{i}")
                 and not host.routes_overlapping(POD_SUBNET.format(index=i))
+                and host.claim_bridge(f"tsrn{i}")  # last: it creates the bridge
             ),
             None,
         )
@@ -436,6 +437,7 @@ def add_node(
         record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings)
         overlapping = host.routes_overlapping(record.subnet)
         if overlapping:
+            host.delete_bridge(record.bridge)
             raise RealNodeError(f"pod subnet {record.subnet} of node {name} overlaps host routes: {overlapping}")
         host.claim_host(cluster.nodes_dir)
         host.ensure_inotify_headroom(cluster.nodes_dir)

@@ -24,6 +24,7 @@ from bench import (
     harness,
     networktopology,
     placement,
+    realnodes,
     report,
     scale,
     schedhook,
@@ -77,6 +78,12 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="larger sizes and more repetitions (about an hour)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--render", action="store_true", help="only render the report from bench/results/results.json")
+    parser.add_argument(
+        "--real-nodes",
+        type=int,
+        default=8,
+        help="real kubelet nodes for the NUMA scenarios (default 8; 0: simulated kubelets only)",
+    )
     args = parser.parse_args()
     if args.render:
         text = report.render(json.loads((RESULTS / "results.json").read_text()), RESULTS)
@@ -87,6 +94,11 @@ def main() -> int:
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     kubeconfig = cluster_kubeconfig()
+    if "numa" in only and args.real_nodes:
+        try:
+            realnodes.require_real_nodes()
+        except harness.SetupError as exc:
+            sys.exit(f"bench: {exc}")
     try:
         install_crds(kubeconfig, Path(harness.bin_dir()))
     except harness.SetupError as exc:
@@ -135,7 +147,9 @@ def main() -> int:
     if "numa" in only or "network" in only:
 
         def quality() -> dict[str, Any]:
-            return placement.run(kubeconfig, work, full, numa="numa" in only, network="network" in only)
+            return placement.run(
+                kubeconfig, work, full, numa="numa" in only, network="network" in only, real_nodes=args.real_nodes
+            )
 
         step("placement", quality)
         results.update(results.pop("placement"))

@@ -88,7 +88,8 @@ def numa(results: dict[str, Any], plots: Path) -> list[str]:
             "(4 GiB each). TopologyAffinityErrors (status.reason TopologyAffinityError or",
             "UnexpectedAdmissionError) and admitted pods (running, or their containers being started) are what",
             "the kubelets reported. Zone mismatches: admitted pods whose CPUs the kubelet put on other NUMA",
-            "zones than the extender annotated.",
+            "zones than the extender annotated. Simulator disagrees: pods for which the admission simulator of",
+            "the kwok scenarios, replaying the same binds in bind order, decides otherwise than the kubelet.",
             "",
         ]
         lines += _numa_tables(real, judged="kubelet")
@@ -123,8 +124,8 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
             + (f" ({sc['wall_seconds']:.0f} s in all)" if "wall_seconds" in sc else ""),
             "",
             f"| scheduler | TopologyAffinityErrors ({judged}) | pods {placed} ({judged}) | pods pending "
-            "| seconds to place |" + (" zone mismatches |" if judged == "kubelet" else ""),
-            "| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if judged == "kubelet" else ""),
+            "| seconds to place |" + (" zone mismatches | simulator disagrees |" if judged == "kubelet" else ""),
+            "| --- | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if judged == "kubelet" else ""),
         ]
         for name in sc["schedulers"]:
             r = sc[name]
@@ -133,7 +134,7 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
                 f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
             )
             if judged == "kubelet":
-                row += f" {r['zone_mismatches']} |"
+                row += f" {r['zone_mismatches']} | {r.get('simulator_disagreements', 0)} |"
             lines.append(row)
         if judged == "kubelet":
             reasons = {n: sc[n].get("rejection_reasons") for n in sc["schedulers"] if sc[n].get("rejection_reasons")}

@@ -867,23 +867,20 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
     wait(socket_ready, min(30, remaining()), f"containerd of {node.name} to open its socket")
     ctr = shutil.which("ctr") or "ctr"
     for image, archive in images.items():
-        result = subprocess.run(
-            [
-                ctr,
-                "--address",
-                str(layout.containerd_socket),
-                "--namespace",
-                "k8s.io",
-                "images",
-                "import",
-                str(archive),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=remaining(),
-        )
+        for attempt in range(5):  # a containerd under load may open its socket before it serves it
+            result = subprocess.run(
+                [ctr, "--address", str(layout.containerd_socket), "--namespace", "k8s.io", "images", "import",
+                 str(archive)],
+                capture_output=True,
+                text=True,
+                timeout=remaining(),
+            )  # fmt: skip
+            if result.returncode == 0 or "connection refused" not in result.stderr or attempt == 4:
+                break
+            alive()
+            time.sleep(1)
         if result.returncode != 0:
-            raise RealNodeError(f"importing {image} into {node.name}'s containerd failed: {result.stderr.strip()}")
+            raise _died(node, f"importing {image} into its containerd failed: {result.stderr.strip()}")
 
     def healthy() -> bool:
         alive()

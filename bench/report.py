@@ -34,7 +34,7 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"- NUMA fragmentation judged by real kubelets ({real['nodes']} real nodes, {real['pods']} pods, "
             f"median of {real['repeats']} run(s)): TopologyAffinityErrors "
             f"{real['plain']['topology_affinity_errors']['median']:g} with kube-scheduler alone, "
-            f"{real['toposched']['topology_affinity_errors']['median']:g} with toposched; pods running "
+            f"{real['toposched']['topology_affinity_errors']['median']:g} with toposched; pods admitted "
             f"{real['plain']['placed']['median']:g} vs {real['toposched']['placed']['median']:g} "
             f"({real['toposched-packed']['placed']['median']:g} with MostAllocated)."
         )
@@ -93,7 +93,7 @@ def numa(results: dict[str, Any], plots: Path) -> list[str]:
             "",
         ]
         lines += _numa_tables(real, judged="kubelet")
-        lines += _numa_plot(real, plots, "numa-real.png", "NUMA placement judged by real kubelets")
+        lines += _numa_plot(real, plots, "numa-real.png", "NUMA placement judged by real kubelets", "pods admitted")
         lines += _footprint(real.get("footprint"))
     simulated = [k for k in NUMA_SCENARIOS if k in results]
     if simulated:
@@ -108,7 +108,7 @@ def numa(results: dict[str, Any], plots: Path) -> list[str]:
             "",
         ]
         lines += _numa_tables(results, judged="simulator")
-        lines += _numa_plot(results, plots, "numa.png", "NUMA placement, simulated kubelets")
+        lines += _numa_plot(results, plots, "numa.png", "NUMA placement, simulated kubelets", "pods running")
     return lines
 
 
@@ -147,7 +147,7 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
     return lines
 
 
-def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str) -> list[str]:
+def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str, placed: str) -> list[str]:
     present = [k for k in NUMA_SCENARIOS if k in results]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / 3
@@ -159,7 +159,7 @@ def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str) -> l
             xs = [i + (j - 1) * width for i in range(len(present))]
             ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
     for ax, what in zip(
-        axes, ("TopologyAffinityErrors (lower is better)", "pods running (higher is better)"), strict=True
+        axes, ("TopologyAffinityErrors (lower is better)", f"{placed} (higher is better)"), strict=True
     ):
         ax.set_xticks(range(len(present)), [NUMA_SCENARIOS[k].replace(", ", "\n") for k in present], fontsize=8)
         ax.set_title(what)

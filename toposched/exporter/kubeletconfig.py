@@ -14,7 +14,6 @@ import yaml
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.sysfs import SysfsError, parse_cpulist
 
-
 DEFAULT_EVICTION_MEMORY = Decimal(100 * 2**20)
 """The kubelet's default evictionHard memory.available."""
 

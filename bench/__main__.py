@@ -30,6 +30,7 @@ from bench import (
     scale,
     schedhook,
 )
+from testkit.realnode import RealNodeError
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,8 +122,8 @@ def main() -> int:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             results[name] = call()
-        except harness.SetupError as exc:
-            sys.exit(f"bench: {exc}")
+        except (harness.SetupError, RealNodeError) as exc:  # a dead kubelet says so, with its log
+            sys.exit(f"bench: {name}: {exc}")
         results["seconds"][name] = round(time.monotonic() - started, 1)
 
     if "extender" in only:  # first: a latency tail measured after the cluster steps is their load

@@ -4,7 +4,7 @@ The same comparison as the simulated scenarios in ``bench/placement.py`` (kube-s
 + toposched, + toposched MostAllocated), but every pod is bound to a real kubelet with a fake
 two-NUMA topology, whose CPU, Memory and Topology Managers admit or reject it, and every NRT is
 published by ``toposched exporter`` from that kubelet's PodResources. TopologyAffinityErrors
-(pod ``status.reason`` TopologyAffinityError or UnexpectedAdmissionError) and running pods are
+(pod ``status.reason`` TopologyAffinityError or UnexpectedAdmissionError) and admitted pods are
 read from the pods' status, as the kubelets reported it.
 
 Shape (per node): 2 NUMA zones x 8 CPUs (CPU 0 reserved), 32 GiB per zone, Static Memory
@@ -117,8 +117,8 @@ class Pool:
     def prepare(self, policy: str, stale: bool) -> None:
         """Nodes under ``policy`` with exporters in the ``stale`` mode; restarts only what differs."""
         if policy != self.policy:
-            self.reshape(policy)
-        if policy != self.policy or stale != self.stale or not self.exporters:
+            self.reshape(policy)  # stops the exporters
+        if stale != self.stale or not self.exporters:
             self.start_exporters(stale)
 
     def remove(self) -> None:

@@ -1,6 +1,7 @@
 """``make bench``: every benchmark, then bench/results/ (results.json, report.md and PNG plots).
 
-The quick run (default) takes about ten minutes on two cores; ``--full`` runs the larger sizes
+The quick run (default) takes about 16 minutes on two cores, 7 of them on real kubelet nodes
+(``--real-nodes 0``: simulated kubelets only); ``--full`` runs the larger sizes
 and more repetitions. Needs the local control plane (``make cluster``) and its binaries.
 """
 
@@ -24,10 +25,12 @@ from bench import (
     harness,
     networktopology,
     placement,
+    realnodes,
     report,
     scale,
     schedhook,
 )
+from testkit.realnode import RealNodeError
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +80,12 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="larger sizes and more repetitions (about an hour)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--render", action="store_true", help="only render the report from bench/results/results.json")
+    parser.add_argument(
+        "--real-nodes",
+        type=int,
+        default=8,
+        help="real kubelet nodes for the NUMA scenarios (default 8; 0: simulated kubelets only)",
+    )
     args = parser.parse_args()
     if args.render:
         text = report.render(json.loads((RESULTS / "results.json").read_text()), RESULTS)
@@ -87,6 +96,11 @@ def main() -> int:
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     kubeconfig = cluster_kubeconfig()
+    if "numa" in only and args.real_nodes:
+        try:
+            realnodes.require_real_nodes()
+        except harness.SetupError as exc:
+            sys.exit(f"bench: {exc}")
     try:
         install_crds(kubeconfig, Path(harness.bin_dir()))
     except harness.SetupError as exc:
@@ -108,8 +122,8 @@ def main() -> int:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             results[name] = call()
-        except harness.SetupError as exc:
-            sys.exit(f"bench: {exc}")
+        except (harness.SetupError, RealNodeError) as exc:  # a dead kubelet says so, with its log
+            sys.exit(f"bench: {name}: {exc}")
         results["seconds"][name] = round(time.monotonic() - started, 1)
 
     if "extender" in only:  # first: a latency tail measured after the cluster steps is their load
@@ -135,7 +149,9 @@ def main() -> int:
     if "numa" in only or "network" in only:
 
         def quality() -> dict[str, Any]:
-            return placement.run(kubeconfig, work, full, numa="numa" in only, network="network" in only)
+            return placement.run(
+                kubeconfig, work, full, numa="numa" in only, network="network" in only, real_nodes=args.real_nodes
+            )
 
         step("placement", quality)
         results.update(results.pop("placement"))

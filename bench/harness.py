@@ -195,9 +195,12 @@ class Harness:
 
     async def namespace(self, name: str) -> None:
         await self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-        for _ in range(100):
-            if (await self.core.list_namespaced_service_account(name)).items:
-                return
+        # Pods cannot be created before the default service account; on a loaded machine the
+        # controller takes seconds to make it.
+        deadline = time.monotonic() + 60
+        while not (await self.core.list_namespaced_service_account(name)).items:
+            if time.monotonic() > deadline:
+                raise SetupError(f"namespace {name} got no default service account within 60 s")
             await asyncio.sleep(0.1)
 
     async def delete_pods(self, namespace: str) -> None:

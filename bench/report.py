@@ -28,10 +28,21 @@ def _range(v: dict[str, float], fmt: str = "{:g}") -> str:
 def headline(results: dict[str, Any]) -> list[str]:
     """The figures a reader wants first, each a ratio or a count from the same run."""
     lines = ["## Headline", ""]
+    real = (results.get("real_nodes") or {}).get("fragmentation_single_numa_node")
+    if real:
+        lines.append(
+            f"- NUMA fragmentation judged by real kubelets ({real['nodes']} real nodes, {real['pods']} pods, "
+            f"median of {real['repeats']} run(s)): TopologyAffinityErrors "
+            f"{real['plain']['topology_affinity_errors']['median']:g} with kube-scheduler alone, "
+            f"{real['toposched']['topology_affinity_errors']['median']:g} with toposched; pods admitted "
+            f"{real['plain']['placed']['median']:g} vs {real['toposched']['placed']['median']:g} "
+            f"({real['toposched-packed']['placed']['median']:g} with MostAllocated)."
+        )
     frag = results.get("fragmentation_single_numa_node")
     if frag:
         lines.append(
-            f"- NUMA fragmentation ({frag['nodes']} nodes, {frag['pods']} pods, median of {frag['repeats']} runs): "
+            f"- NUMA fragmentation, simulated kubelets ({frag['nodes']} kwok nodes, {frag['pods']} pods, "
+            f"median of {frag['repeats']} runs): "
             f"TopologyAffinityErrors {frag['plain']['topology_affinity_errors']['median']:g} with kube-scheduler "
             f"alone, {frag['toposched']['topology_affinity_errors']['median']:g} with toposched; pods running "
             f"{frag['plain']['placed']['median']:g} vs {frag['toposched']['placed']['median']:g} "
@@ -65,52 +76,140 @@ def headline(results: dict[str, Any]) -> list[str]:
 
 
 def numa(results: dict[str, Any], plots: Path) -> list[str]:
-    present = [k for k in NUMA_SCENARIOS if k in results]
-    if not present:
-        return []
-    lines = ["## NUMA placement (kubernetes#84869)", ""]
-    lines += [
-        "Two-NUMA kwok nodes (16 CPUs, 64 GiB, 2 devices per zone), a stream of Guaranteed pods with",
-        "2-12 integral CPUs (a third with a device). The kubelets' Topology Manager decisions are",
-        "simulated in binding order (`bench/kubelet.py`); NRTs are republished after changes every",
-        "`refresh` seconds. Figures: median (min-max) over the runs.",
-        "",
-    ]
-    for key in present:
-        sc = results[key]
+    lines: list[str] = []
+    real = results.get("real_nodes") or {}
+    if any(k in real for k in NUMA_SCENARIOS):
         lines += [
-            f"### {NUMA_SCENARIOS[key]}: {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} runs, "
-            f"NRT refresh {sc['nrt_refresh_seconds']:g} s, {sc['burst']} pods every {sc['burst_interval_seconds']:g} s",
+            "## NUMA placement judged by real kubelets (kubernetes#84869)",
             "",
-            "| scheduler | TopologyAffinityErrors | pods running | pods pending | seconds to place |",
-            "| --- | ---: | ---: | ---: | ---: |",
+            f"{real['fragmentation_single_numa_node']['nodes']} real kubelet nodes (testkit.realnode: "
+            f"{real['fragmentation_single_numa_node']['node_shape']}), each with the real exporter",
+            "publishing its NRT from the kubelet's PodResources. Guaranteed pods with 1-6 integral CPUs",
+            "(4 GiB each). TopologyAffinityErrors (status.reason TopologyAffinityError or",
+            "UnexpectedAdmissionError) and admitted pods (running, or their containers being started) are what",
+            "the kubelets reported. Zone mismatches: admitted pods whose CPUs the kubelet put on other NUMA",
+            "zones than the extender annotated. Simulator disagrees: pods for which the admission simulator of",
+            "the kwok scenarios, replaying the same binds in bind order, decides otherwise than the kubelet.",
+            "",
+        ]
+        lines += _numa_tables(real, judged="kubelet")
+        lines += _numa_plot(real, plots, "numa-real.png", "NUMA placement judged by real kubelets", "pods admitted")
+        lines += _footprint(real.get("footprint"))
+    simulated = [k for k in NUMA_SCENARIOS if k in results]
+    if simulated:
+        lines += [
+            "## NUMA placement, simulated kubelets (kwok nodes; cross-check at a larger size)",
+            "",
+            "Two-NUMA kwok nodes (16 CPUs, 64 GiB, 2 devices per zone), a stream of Guaranteed pods with",
+            "2-12 integral CPUs (a third with a device). kwok runs no kubelet: the Topology Manager's",
+            "decisions are simulated in binding order (`testkit/simulated_kubelet.py`, the extender's own",
+            "predictor); NRTs are republished after changes every `refresh` seconds. Figures: median",
+            "(min-max) over the runs.",
+            "",
+        ]
+        lines += _numa_tables(results, judged="simulator")
+        lines += _numa_plot(results, plots, "numa.png", "NUMA placement, simulated kubelets", "pods running")
+    return lines
+
+
+def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
+    lines: list[str] = []
+    for key in [k for k in NUMA_SCENARIOS if k in results]:
+        sc = results[key]
+        refresh = "NRTs from the exporter" if judged == "kubelet" else "NRT refresh"
+        placed = "admitted" if judged == "kubelet" else "running"
+        lines += [
+            f"### {NUMA_SCENARIOS[key]}: {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), "
+            f"{refresh} {sc['nrt_refresh_seconds']:g} s, {sc['burst']} pods every {sc['burst_interval_seconds']:g} s"
+            + (f" ({sc['wall_seconds']:.0f} s in all)" if "wall_seconds" in sc else ""),
+            "",
+            f"| scheduler | TopologyAffinityErrors ({judged}) | pods {placed} ({judged}) | pods pending "
+            "| seconds to place |" + (" zone mismatches | simulator disagrees |" if judged == "kubelet" else ""),
+            "| --- | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if judged == "kubelet" else ""),
         ]
         for name in sc["schedulers"]:
             r = sc[name]
-            lines.append(
+            row = (
                 f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {_range(r['placed'])} "
                 f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
             )
+            if judged == "kubelet":
+                row += f" {r['zone_mismatches']} | {r.get('simulator_disagreements', 0)} |"
+            lines.append(row)
+        if judged == "kubelet":
+            reasons = {n: sc[n].get("rejection_reasons") for n in sc["schedulers"] if sc[n].get("rejection_reasons")}
+            undecided = {n: sc[n]["undecided"]["max"] for n in sc["schedulers"] if sc[n]["undecided"]["max"]}
+            if reasons:
+                lines += ["", "Rejections by reason: " + "; ".join(f"{LABELS[n]}: {r}" for n, r in reasons.items())]
+            if undecided:
+                lines += ["", f"Bound but neither running nor rejected at the end (max per run): {undecided}"]
         lines.append("")
+    return lines
+
+
+def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str, placed: str) -> list[str]:
+    present = [k for k in NUMA_SCENARIOS if k in results]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / 3
-    for j, name in enumerate(results[present[0]]["schedulers"]):
+    for j, scheduler in enumerate(results[present[0]]["schedulers"]):
         for ax, metric in zip(axes, ("topology_affinity_errors", "placed"), strict=True):
-            med = [results[k][name][metric]["median"] for k in present]
-            low = [m - results[k][name][metric]["min"] for m, k in zip(med, present, strict=True)]
-            high = [results[k][name][metric]["max"] - m for m, k in zip(med, present, strict=True)]
+            med = [results[k][scheduler][metric]["median"] for k in present]
+            low = [m - results[k][scheduler][metric]["min"] for m, k in zip(med, present, strict=True)]
+            high = [results[k][scheduler][metric]["max"] - m for m, k in zip(med, present, strict=True)]
             xs = [i + (j - 1) * width for i in range(len(present))]
-            ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[name], label=LABELS[name])
-    for ax, title in zip(
-        axes, ("TopologyAffinityErrors (lower is better)", "pods running (higher is better)"), strict=True
+            ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
+    for ax, what in zip(
+        axes, ("TopologyAffinityErrors (lower is better)", f"{placed} (higher is better)"), strict=True
     ):
         ax.set_xticks(range(len(present)), [NUMA_SCENARIOS[k].replace(", ", "\n") for k in present], fontsize=8)
-        ax.set_title(title)
+        ax.set_title(what)
     axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(plots / "numa.png", dpi=110)
+    fig.savefig(plots / name, dpi=110)
     plt.close(fig)
-    return [*lines, "![NUMA placement](numa.png)", ""]
+    return [f"![{title}]({name})", ""]
+
+
+def _footprint(fp: dict[str, Any] | None) -> list[str]:
+    if not fp:
+        return []
+    lines = [
+        "### Footprint per real node",
+        "",
+        "Kubelet, containerd, shims and containers of one node (its cgroups), and its exporter apart;",
+        "median (min-max) over the nodes, CPU averaged over the sampling window.",
+        "",
+        "| state | node RSS MiB | node PSS MiB | node CPU millicores | exporter RSS MiB | exporter PSS MiB "
+        "| exporter CPU millicores |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for state in ("idle", "loaded"):
+        f = fp.get(state)
+        if not f:
+            continue
+        label = state if state == "idle" else f"loaded ({f['pods_with_exclusive_cpus']} pods on {f['nodes']} nodes)"
+        node, exporter = f["node"], f["exporter"]
+        cells = [
+            _range(node["rss_mib"], "{:.0f}"),
+            _range(node["pss_mib"], "{:.0f}"),
+            _range(node["cpu_millicores"], "{:.0f}"),
+            _range(exporter["rss_mib"], "{:.0f}"),
+            _range(exporter["pss_mib"], "{:.0f}"),
+            _range(exporter["cpu_millicores"], "{:.0f}"),
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cap = fp.get("capacity")
+    if cap:
+        lines += [
+            "",
+            f"How many fit: an idle node with its exporter takes {cap['per_node_pss_mib']} MiB (PSS) and "
+            f"{cap['per_node_idle_millicores']} millicores. Leaving half of this machine's "
+            f"{cap['memory_available_mib']} MiB available memory and {cap['cores']} cores to the control plane "
+            f"and the schedulers, memory would hold {cap['by_memory']} such nodes and CPU {cap['by_cpu']}: "
+            f"about {cap['fit']} idle real nodes (pods and admissions cost more: see the loaded row).",
+        ]
+    return [*lines, ""]
 
 
 def network(results: dict[str, Any], plots: Path) -> list[str]:

@@ -53,7 +53,16 @@ binaries() {
 }
 
 ready() {
-  [[ -f "$kubeconfig" ]] && [[ "$(timeout 5 "${kubectl[@]}" get --raw /readyz 2>/dev/null)" == ok ]]
+  [[ -f "$kubeconfig" ]] && [[ "$(timeout 5 "${kubectl[@]}" get --raw /readyz 2>/dev/null)" == ok ]] && components_alive
+}
+
+# Every process kwokctl started is still there (a component that exited is not restarted by it).
+components_alive() {
+  local pidfile
+  for pidfile in "$cluster_dir"/pids/*.pid; do
+    [[ -f $pidfile ]] || continue
+    kill -0 "$(cat "$pidfile")" 2>/dev/null || { log "$(basename "$pidfile" .pid) is not running"; return 1; }
+  done
 }
 
 # The components kwokctl started whose process is gone (pid files; a zombie counts as gone). The

@@ -18,4 +18,5 @@ class MissingToolError(RealNodeError):
 
 
 class KubeletDiedError(RealNodeError):
-    """A node's kubelet (or its containerd) exited; the message carries the tail of its log."""
+    """A node's kubelet (or its containerd) exited, or did not come up in time; the message carries the
+    tails of its logs."""

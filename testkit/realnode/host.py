@@ -136,6 +136,23 @@ def create_cgroups(node: str) -> list[Path]:
     return procs
 
 
+def create_child_cgroup(node: str, child: str) -> list[Path]:
+    """A cgroup ``child`` of an existing node's cgroup in every hierarchy, for a process that belongs
+    with the node (its exporter), so that the node's teardown kills it too; returns the
+    ``cgroup.procs`` files to join."""
+    procs = []
+    for h in hierarchies():
+        path = node_cgroup(h, node) / child
+        if not path.parent.is_dir():
+            raise RealNodeError(f"node {node} has no cgroup in {h.mount}: is it running?")
+        path.mkdir(exist_ok=True)
+        if "cpuset" in h.controllers:
+            _copy_if_empty(path, "cpuset.cpus")
+            _copy_if_empty(path, "cpuset.mems")
+        procs.append(path / "cgroup.procs")
+    return procs
+
+
 def cgroup_pids(node: str) -> set[int]:
     """Every process in the node's cgroups, in any hierarchy."""
     pids: set[int] = set()
@@ -210,18 +227,25 @@ def link_exists(name: str) -> bool:
     return Path("/sys/class/net", name).exists()
 
 
+def claim_bridge(bridge: str) -> bool:
+    """Create the bridge, empty; False when the name is taken. Creating it is the claim: two
+    checkouts picking the same free index at the same moment cannot both get it (one would
+    otherwise adopt the other's bridge, and lose its address when the other node goes)."""
+    return subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], capture_output=True).returncode == 0
+
+
 def create_bridge(bridge: str, address: str) -> None:
-    """The node's CNI bridge, made before the kubelet starts so that its gateway address (the
-    node IP) exists; the bridge plugin adopts a bridge that already has the right address."""
-    if not link_exists(bridge):
-        for step in (
-            ["ip", "link", "add", bridge, "type", "bridge"],
-            ["ip", "addr", "add", address, "dev", bridge],
-            ["ip", "link", "set", bridge, "up"],
-        ):
-            result = subprocess.run(step, capture_output=True, text=True)
-            if result.returncode != 0:
-                raise RealNodeError(f"{' '.join(step)} failed: {result.stderr.strip()}")
+    """The node's CNI bridge (claimed, or created now), with its gateway address (the node IP),
+    up before the kubelet starts; the bridge plugin adopts a bridge that already has the address."""
+    steps = [] if link_exists(bridge) else [["ip", "link", "add", bridge, "type", "bridge"]]
+    shown = subprocess.run(["ip", "-o", "addr", "show", "dev", bridge], capture_output=True, text=True).stdout
+    if f" {address} " not in shown:
+        steps.append(["ip", "addr", "add", address, "dev", bridge])
+    steps.append(["ip", "link", "set", bridge, "up"])
+    for step in steps:
+        result = subprocess.run(step, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RealNodeError(f"{' '.join(step)} failed: {result.stderr.strip()}")
 
 
 def delete_bridge(bridge: str) -> None:
@@ -352,3 +376,12 @@ def comm(pid: int) -> str:
         return Path("/proc", str(pid), "comm").read_text().strip()
     except OSError:
         return ""
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed kubelet stays one until the process that
+    started its node reaps it)."""
+    try:
+        return Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

@@ -271,7 +271,7 @@ class RealNode:
         return host.cgroup_pids(self.name)
 
     def kubelet_running(self) -> bool:
-        return any(host.comm(pid) == "kubelet" for pid in self.pids())
+        return any(host.comm(pid) == "kubelet" and host.alive(pid) for pid in self.pids())
 
     def usage(self) -> tuple[int, float]:
         """(resident memory in bytes, CPU seconds used so far) of all the node's processes:
@@ -421,13 +421,17 @@ def add_node(
         records = _records(cluster)
         used = {r.index for r in records}
         # Bridges and pod subnets are host-wide: skip those another checkout's cluster holds.
+        # Each checkout starts its search elsewhere, so two clusters on one machine rarely even
+        # look at the same index; the claim settles the rare race.
+        first = int(host.CGROUP_PARENT.rsplit("-", 1)[1], 16) % MAX_NODES
         index = next(
             (
                 i
-                for i in range(MAX_NODES)
+                for i in ((first + k) % MAX_NODES for k in range(MAX_NODES))
                 if i not in used
                 and not host.link_exists(f"tsrn{i}")
                 and not host.routes_overlapping(POD_SUBNET.format(index=i))
+                and host.claim_bridge(f"tsrn{i}")  # last: it creates the bridge
             ),
             None,
         )
@@ -437,6 +441,7 @@ def add_node(
         record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings)
         overlapping = host.routes_overlapping(record.subnet)
         if overlapping:
+            host.delete_bridge(record.bridge)
             raise RealNodeError(f"pod subnet {record.subnet} of node {name} overlaps host routes: {overlapping}")
         host.claim_host(cluster.nodes_dir)
         host.ensure_inotify_headroom(cluster.nodes_dir)
@@ -480,7 +485,7 @@ def reset_node(
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
-    _stop(old)
+    _stop(old, keep_bridge=True)
     if drain:
         _delete_pods_on(cluster, name)
     with _nodes_lock(cluster):
@@ -863,29 +868,29 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
     wait(socket_ready, min(30, remaining()), f"containerd of {node.name} to open its socket")
     ctr = shutil.which("ctr") or "ctr"
     for image, archive in images.items():
-        result = subprocess.run(
-            [
-                ctr,
-                "--address",
-                str(layout.containerd_socket),
-                "--namespace",
-                "k8s.io",
-                "images",
-                "import",
-                str(archive),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=remaining(),
-        )
+        for attempt in range(5):  # a containerd under load may open its socket before it serves it
+            result = subprocess.run(
+                [ctr, "--address", str(layout.containerd_socket), "--namespace", "k8s.io", "images", "import",
+                 str(archive)],
+                capture_output=True,
+                text=True,
+                timeout=remaining(),
+            )  # fmt: skip
+            if result.returncode == 0 or "connection refused" not in result.stderr or attempt == 4:
+                break
+            alive()
+            time.sleep(1)
         if result.returncode != 0:
-            raise RealNodeError(f"importing {image} into {node.name}'s containerd failed: {result.stderr.strip()}")
+            raise _died(node, f"importing {image} into its containerd failed: {result.stderr.strip()}")
 
     def healthy() -> bool:
         alive()
         return node.healthy()
 
-    wait(healthy, remaining(), f"the kubelet of {node.name} to answer /healthz")
+    try:
+        wait(healthy, remaining(), f"the kubelet of {node.name} to answer /healthz")
+    except RealNodeError as exc:  # alive but silent: its log says why
+        raise _died(node, str(exc)) from None
     expected_cpu = str(node.topology.cpu_count)
 
     def ready() -> bool:
@@ -899,18 +904,23 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
                 return beat >= started - 1  # this kubelet's report, not one left by a previous run
         return False
 
-    wait(ready, remaining(), f"node {node.name} to be Ready with {expected_cpu} CPUs", interval=0.25)
+    try:
+        wait(ready, remaining(), f"node {node.name} to be Ready with {expected_cpu} CPUs", interval=0.25)
+    except RealNodeError as exc:
+        raise _died(node, str(exc)) from None
 
 
-def _stop(node: RealNode) -> None:
-    """Kill all of the node's processes and free its cgroups and bridge; files stay."""
+def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
+    """Kill all of the node's processes and free its cgroups and (unless ``keep_bridge``: a reset
+    keeps its index, no other checkout can take it in between) its bridge; files stay."""
     host.kill_cgroups(node.name)
     proc = _LAUNCHERS.pop(node.name, None)
     if proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
     host.remove_cgroups(node.name)
-    host.delete_bridge(node.record.bridge)
+    if not keep_bridge:
+        host.delete_bridge(node.record.bridge)
     stray = host.mounts_under(node.layout.root)
     for mount in sorted(stray, key=len, reverse=True):
         subprocess.run(["umount", "--lazy", mount], capture_output=True)

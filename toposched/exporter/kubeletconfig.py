@@ -14,6 +14,9 @@ import yaml
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.sysfs import SysfsError, parse_cpulist
 
+DEFAULT_EVICTION_MEMORY = Decimal(100 * 2**20)
+"""The kubelet's default evictionHard memory.available."""
+
 
 class KubeletConfigError(ValueError):
     pass
@@ -31,8 +34,8 @@ class KubeletConfig:
     """NUMA node -> resource -> amount the Memory Manager keeps back there."""
     system_reserved: dict[str, Decimal] = field(default_factory=dict)
     kube_reserved: dict[str, Decimal] = field(default_factory=dict)
-    eviction_memory: Decimal = Decimal(100 * 2**20)
-    """evictionHard memory.available (kubelet default 100Mi)."""
+    eviction_memory: Decimal = DEFAULT_EVICTION_MEMORY
+    """evictionHard memory.available (100Mi when evictionHard is absent; 0 when it is set without it)."""
     source: str = "defaults"
 
     def reserved(self, resource: str) -> Decimal:
@@ -60,11 +63,16 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
         except (KeyError, TypeError, ValueError):
             raise KubeletConfigError(f"{source}: reservedMemory[{i}] has no numaNode") from None
         reserved_memory[numa] = _quantities(entry.get("limits"), f"{source}: reservedMemory[{i}].limits")
-    eviction = Decimal(100 * 2**20)
-    hard = data.get("evictionHard") or {}
-    if isinstance(hard, dict) and "memory.available" in hard:
-        value = str(hard["memory.available"])
-        eviction = Decimal(0) if value.endswith("%") else parse_quantity(value)
+    # The kubelet's default threshold applies only when evictionHard is absent, or when
+    # mergeDefaultEvictionSettings fills in the signals it leaves out.
+    hard = data.get("evictionHard")
+    eviction = DEFAULT_EVICTION_MEMORY
+    if isinstance(hard, dict):
+        if "memory.available" in hard:
+            value = str(hard["memory.available"])
+            eviction = Decimal(0) if value.endswith("%") else parse_quantity(value)
+        elif not data.get("mergeDefaultEvictionSettings"):
+            eviction = Decimal(0)
     options = data.get("topologyManagerPolicyOptions") or {}
     try:
         reserved_cpus = parse_cpulist(str(data.get("reservedSystemCPUs") or ""), f"{source}: reservedSystemCPUs")

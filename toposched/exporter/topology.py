@@ -10,8 +10,9 @@ When a source is missing the value is estimated and an attribute says so, so tha
 for memory or CPU stay schedulable (the reference exporters publish nothing and the scheduler
 plugin then rejects every such pod):
 - CPU manager not static: allocatable CPUs = capacity - reservedSystemCPUs, all available;
-- Memory Manager not Static: memory = MemTotal - hugepages - reservedMemory, or the node's
-  allocatable memory split by MemTotal; hugepages from sysfs; all available;
+- memory and hugepages without PodResources' Memory Manager figures: under the Static Memory
+  Manager its own formula (MemTotal - hugepages - reservedMemory of the zone); otherwise the
+  node's allocatable memory split by each zone's memory outside hugepages; all available;
 - no PodResources at all: every resource as above, available = allocatable.
 """
 
@@ -118,21 +119,28 @@ def zone_name(numa: int) -> str:
 
 
 def _estimated_memory(inputs: Inputs) -> dict[int, Decimal]:
-    """Memory pods may use per NUMA node when the Memory Manager does not say."""
+    """Memory pods may use per NUMA node when the Memory Manager does not say (no PodResources).
+
+    Under the Static Memory Manager the kubelet's own figure is known exactly: MemTotal minus the
+    zone's hugepages minus ``reservedMemory`` of that zone, where a zone without an entry reserves
+    nothing (the whole node reservation sits on the zones listed). Otherwise the node's
+    allocatable memory, which has every hugepage taken off already, is split by each zone's
+    memory outside hugepages: splitting by MemTotal would give a zone full of hugepages memory
+    it does not have.
+    """
     nodes = inputs.machine.nodes
-    total = sum(n.memory_bytes for n in nodes)
+    regular = {n.id: Decimal(max(0, n.memory_bytes - sum(n.hugepages.values()))) for n in nodes}
+    if inputs.kubelet.memory_manager_policy == "Static":
+        reserved = {n: r.get("memory", Decimal(0)) for n, r in inputs.kubelet.reserved_memory.items()}
+        return {n: max(Decimal(0), regular[n] - reserved.get(n, Decimal(0))) for n in regular}
+    total = sum(regular.values())
     node_memory = inputs.node_allocatable.get("memory")
+    if node_memory is None:
+        node_memory = total - inputs.kubelet.reserved("memory")
     out: dict[int, Decimal] = {}
-    for n in nodes:
-        if n.id in inputs.kubelet.reserved_memory:
-            reserved = inputs.kubelet.reserved_memory[n.id].get("memory", Decimal(0))
-            usable = Decimal(n.memory_bytes - sum(n.hugepages.values())) - reserved
-        elif node_memory is not None and total:
-            usable = node_memory * n.memory_bytes / total
-        else:
-            share = Decimal(n.memory_bytes) / total if total else Decimal(0)
-            usable = Decimal(n.memory_bytes - sum(n.hugepages.values())) - inputs.kubelet.reserved("memory") * share
-        out[n.id] = max(Decimal(0), usable.to_integral_value(ROUND_FLOOR))
+    for n_id, memory in regular.items():
+        usable = node_memory * memory / total if total else Decimal(0)
+        out[n_id] = max(Decimal(0), usable.to_integral_value(ROUND_FLOOR))
     return out
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from testkit.sysfs import FakeNode, write
 from testkit.sysfs import build as build_tree
+from toposched.apis.quantity import parse_quantity
 from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
 from toposched.exporter.kubeletconfig import parse as parse_kubelet
 from toposched.exporter.sysfs import read_machine
@@ -213,3 +214,93 @@ def test_bad_kubelet_config_names_the_file(tmp_path: Path, content: str, message
 def test_missing_kubelet_config_file(tmp_path: Path) -> None:
     with pytest.raises(KubeletConfigError, match="No such file"):
         load(tmp_path / "absent.yaml")
+
+
+MI = 2**20
+FOUR_GI_KB = 4 * 2**20
+STATIC = {"memoryManagerPolicy": "Static"}
+
+
+def _estimated(
+    tmp_path: Path, nodes: list[FakeNode], config: dict[str, object], node_memory: str | None
+) -> dict[str, dict[str, str]]:
+    """Per zone, the available memory and hugepages an exporter without PodResources publishes."""
+    node_allocatable = {"memory": parse_quantity(node_memory)} if node_memory else {}
+    machine = read_machine(build_tree(tmp_path, nodes))
+    nrt = build(Inputs("w", machine, parse_kubelet(config), None, None, node_allocatable))
+    return {
+        zone: {r: v[2] for r, v in resources.items() if r.startswith(("memory", "hugepages"))}
+        for zone, resources in table(nrt).items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("nodes", "config", "node_memory", "expected"),
+    [
+        # The kubelet reserves 1000Mi + the 100Mi eviction threshold on NUMA 0 only; NUMA 1 keeps all
+        # of its memory. Splitting the reservation over both zones put NUMA 1 550Mi below the kubelet.
+        (
+            [FakeNode(0, [0, 1], FOUR_GI_KB), FakeNode(1, [2, 3], FOUR_GI_KB)],
+            {
+                **STATIC,
+                "systemReserved": {"memory": "1000Mi"},
+                "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1100Mi"}}],
+            },
+            "7092Mi",
+            {"node-0": {"memory": str(2996 * MI)}, "node-1": {"memory": str(4096 * MI)}},
+        ),
+        # Hugepages on one zone only: that zone's memory is what the hugepages leave.
+        (
+            [FakeNode(0, [0, 1], 2 * FOUR_GI_KB), FakeNode(1, [2, 3], FOUR_GI_KB, {1048576: 2, 2048: 64})],
+            {**STATIC, "reservedMemory": [{"numaNode": 0, "limits": {"memory": "256Mi"}}]},
+            "9856Mi",
+            {
+                "node-0": {"memory": str(7936 * MI)},
+                "node-1": {"memory": str(1920 * MI), "hugepages-1Gi": str(2048 * MI), "hugepages-2Mi": str(128 * MI)},
+            },
+        ),
+        # No Memory Manager: the node's allocatable (hugepages already taken off) split by the memory
+        # outside hugepages, 8Gi : 2Gi, not by MemTotal, 8Gi : 4Gi.
+        (
+            [FakeNode(0, [0, 1], 2 * FOUR_GI_KB), FakeNode(1, [2, 3], FOUR_GI_KB, {1048576: 2})],
+            {"systemReserved": {"memory": "256Mi"}, "evictionHard": {"nodefs.available": "1%"}},
+            "9984Mi",
+            {
+                "node-0": {"memory": str(9984 * MI * 4 // 5)},
+                "node-1": {"memory": str(9984 * MI // 5), "hugepages-1Gi": str(2048 * MI)},
+            },
+        ),
+        # Without the Node's figure: the reservation alone (evictionHard without memory.available:
+        # no threshold).
+        (
+            [FakeNode(0, [0, 1], FOUR_GI_KB), FakeNode(1, [2, 3], FOUR_GI_KB)],
+            {"systemReserved": {"memory": "256Mi"}, "evictionHard": {"nodefs.available": "1%"}},
+            None,
+            {"node-0": {"memory": str(3968 * MI)}, "node-1": {"memory": str(3968 * MI)}},
+        ),
+    ],
+    ids=["static-reserved-on-one-zone", "static-hugepages-on-one-zone", "no-memory-manager-split", "no-node-figure"],
+)
+def test_memory_estimates_match_the_kubelet(
+    tmp_path: Path,
+    nodes: list[FakeNode],
+    config: dict[str, object],
+    node_memory: str | None,
+    expected: dict[str, dict[str, str]],
+) -> None:
+    assert _estimated(tmp_path, nodes, config, node_memory) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "eviction"),
+    [
+        ({}, 100 * MI),
+        ({"evictionHard": {"nodefs.available": "1%"}}, 0),
+        ({"evictionHard": {}}, 0),
+        ({"evictionHard": {"memory.available": "200Mi"}}, 200 * MI),
+        ({"evictionHard": {"nodefs.available": "1%"}, "mergeDefaultEvictionSettings": True}, 100 * MI),
+    ],
+    ids=["absent-kubelet-default", "set-without-memory", "empty", "explicit", "merged-defaults"],
+)
+def test_eviction_threshold_follows_the_kubelet_defaults(config: dict[str, object], eviction: int) -> None:
+    assert parse_kubelet(config).eviction_memory == eviction

@@ -64,7 +64,7 @@ def memory_request(pod: Pod, container: Container) -> dict[str, Decimal]:
     """Memory and hugepages the Static Memory Manager pins for the container (Guaranteed pods only)."""
     if pod.qos != "Guaranteed":
         return {}
-    return {r: q for r, q in container_request(container).items() if numa_memory(r)}
+    return {r: q for r, q in container_request(container).items() if numa_memory(r) and q > 0}
 
 
 def pod_memory_request(pod: Pod) -> dict[str, Decimal]:

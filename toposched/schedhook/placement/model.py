@@ -89,13 +89,24 @@ class Pod:
 
     @functools.cached_property
     def qos(self) -> str:
+        """The pod's QoS class as Kubernetes computes it (zero amounts count as unset)."""
         everything = [*self.init_containers, *self.containers]
-        if all(not c.requests.get(r) and not c.limits.get(r) for c in everything for r in ("cpu", "memory")):
+
+        def positive(values: Mapping[str, Decimal], resource: str) -> Decimal | None:
+            amount = values.get(resource)
+            return amount if amount is not None and amount > 0 else None
+
+        if all(
+            positive(c.requests, r) is None and positive(c.limits, r) is None
+            for c in everything
+            for r in ("cpu", "memory")
+        ):
             return "BestEffort"
         for c in everything:
             for r in ("cpu", "memory"):
-                limit = c.limits.get(r)
-                if limit is None or c.requests.get(r, limit) != limit:
+                limit = positive(c.limits, r)
+                request = c.requests.get(r, limit)  # the apiserver defaults an absent request to the limit
+                if limit is None or request != limit:
                     return "Burstable"
         return "Guaranteed"
 

@@ -1,0 +1,122 @@
+"""toposched's scheduling stack as local processes against the local cluster: ``toposched
+schedhook`` (extender, remediation, order gates; no webhooks) and a second kube-scheduler with the
+shipped profile (``charts/toposched/files/kube-scheduler-config.yaml``) calling it.
+
+Start and stop are bounded; the logs stay in ``work``. Stdlib only.
+
+    with scheduler_stack(kubeconfig, work) as stack:   # pods with schedulerName: toposched
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+from testkit.paths import REPO, SCHEDULER_CONFIG
+
+
+class StackError(RuntimeError):
+    """The stack could not start; the message carries the logs' tails."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else "(no log)"
+
+
+def bin_dir() -> Path:
+    done = subprocess.run([str(REPO / "hack" / "build-binaries.sh"), "--print"], capture_output=True, text=True)
+    path = Path(done.stdout.strip())
+    if done.returncode != 0 or not (path / "kube-scheduler").is_file():
+        raise StackError("the Kubernetes binaries are not built: run `make binaries`")
+    return path
+
+
+@dataclass
+class SchedulerStack:
+    kubeconfig: Path
+    work: Path
+    extender_args: Sequence[str] = ()
+    profile: str = "toposched"
+    port: int = field(default_factory=_free_port)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def log(self, name: str) -> Path:
+        return self.work / f"{name}.log"
+
+    def _start(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        with self.log(name).open("ab") as out:
+            proc = subprocess.Popen(args, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        self.processes[name] = proc
+        return proc
+
+    def start(self, timeout: float = 60) -> None:
+        """The extender first (ready once its cache synced), then kube-scheduler."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(self.port)]
+        extender = self._start("extender", [*args, "--metrics-port", "0", *self.extender_args])
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if extender.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise StackError(f"the extender did not become ready:\n{_tail(self.log('extender'))}")
+            time.sleep(0.2)
+        config = Template(SCHEDULER_CONFIG.read_text()).substitute(
+            KUBECONFIG=self.kubeconfig,
+            LEADER_ELECT="false",
+            LEASE_NAMESPACE="kube-system",
+            EXTENDER_URL=f"http://127.0.0.1:{self.port}",
+        )
+        path = self.work / f"{self.profile}.yaml"
+        path.write_text(config.replace("schedulerName: toposched", f"schedulerName: {self.profile}"))
+        command = [str(bin_dir() / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
+        scheduler = self._start("kube-scheduler", command)
+        time.sleep(1)
+        if scheduler.poll() is not None:
+            self.stop()
+            raise StackError(f"kube-scheduler exited:\n{_tail(self.log('kube-scheduler'))}")
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    def stop(self, timeout: float = 15) -> None:
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.processes.values():
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        self.processes.clear()
+
+
+@contextlib.contextmanager
+def scheduler_stack(kubeconfig: Path, work: Path, extender_args: Sequence[str] = ()) -> Iterator[SchedulerStack]:
+    stack = SchedulerStack(kubeconfig, work, extender_args)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -1,0 +1,110 @@
+"""The kubelet's per-zone accounting read from its checkpoints, and its comparison with an NRT."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testkit.realnode import KubeletSettings, RealNode, Topology
+from testkit.realnode.accounting import Figures, differences, kubelet_figures, nrt_figures
+from testkit.realnode.cluster import LocalCluster
+from testkit.realnode.node import NodeLayout, NodeRecord
+
+GI = 2**30
+TOPOLOGY = Topology.uniform(2, 4, "4Gi")
+
+
+def memory_state(free: tuple[int, int], entries: dict[str, Any] | None = None) -> dict[str, Any]:
+    machine = {
+        str(numa): {
+            "memoryMap": {
+                "memory": {"allocatable": allocatable, "free": left},
+                "hugepages-2Mi": {"allocatable": 0, "free": 0},
+            }
+        }
+        for numa, (allocatable, left) in enumerate(((4 * GI - 256 * 2**20, free[0]), (4 * GI, free[1])))
+    }
+    return {"policyName": "Static", "machineState": machine, "entries": entries or {}}
+
+
+def node_with(tmp_path: Path, cpu: dict[str, Any] | None, memory: dict[str, Any] | None) -> RealNode:
+    layout = NodeLayout(tmp_path / "node")
+    layout.kubelet_root.mkdir(parents=True)
+    for name, body in (("cpu_manager_state", cpu), ("memory_manager_state", memory)):
+        if body is not None:
+            (layout.kubelet_root / name).write_text(json.dumps(body))
+    record = NodeRecord("n", 0, 1, 2, TOPOLOGY, KubeletSettings())
+    return RealNode(record, layout, LocalCluster(tmp_path))
+
+
+HELD = {"uid-a": {"app": [{"numaAffinity": [1], "type": "memory", "size": GI}]}}
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "active", "expected"),
+    [
+        (
+            {"policyName": "static", "defaultCpuSet": "0-7"},
+            memory_state((4 * GI - 256 * 2**20, 4 * GI)),
+            None,
+            {"node-0": {"cpu": (3, 3), "memory": (3840 * 2**20, 3840 * 2**20)}, "node-1": {"cpu": (4, 4)}},
+        ),
+        (
+            {"policyName": "static", "defaultCpuSet": "0-3,6-7", "entries": {"uid-a": {"app": "4-5"}}},
+            memory_state((4 * GI - 256 * 2**20, 3 * GI), HELD),
+            {"uid-a"},
+            {"node-1": {"cpu": (4, 2), "memory": (4 * GI, 3 * GI)}},
+        ),
+        # The pod is gone: the kubelet still lists it until its next admission, but counts it free.
+        (
+            {"policyName": "static", "defaultCpuSet": "0-3,6-7", "entries": {"uid-a": {"app": "4-5"}}},
+            memory_state((4 * GI - 256 * 2**20, 3 * GI), HELD),
+            set(),
+            {"node-1": {"cpu": (4, 4), "memory": (4 * GI, 4 * GI)}},
+        ),
+        # No static policies: every CPU but the reserved one is allocatable and free; no memory figure.
+        ({"policyName": "none", "defaultCpuSet": ""}, None, None, {"node-0": {"cpu": (3, 3)}}),
+    ],
+    ids=["empty", "one-pod", "stale-entries-count-as-free", "no-static-policies"],
+)
+def test_kubelet_figures(
+    tmp_path: Path,
+    cpu: dict[str, Any],
+    memory: dict[str, Any] | None,
+    active: set[str] | None,
+    expected: dict[str, dict[str, tuple[int, int]]],
+) -> None:
+    figures = kubelet_figures(node_with(tmp_path, cpu, memory), active)
+    for zone, resources in expected.items():
+        for resource, value in resources.items():
+            assert figures[zone][resource] == value, (zone, resource)
+    if memory is None:
+        assert all("memory" not in resources for resources in figures.values())
+
+
+def test_a_multi_numa_block_of_a_gone_pod_is_given_back_zone_by_zone(tmp_path: Path) -> None:
+    entries = {"gone": {"app": [{"numaAffinity": [0, 1], "type": "memory", "size": 5 * GI}]}}
+    memory = memory_state((0, 3 * GI - 256 * 2**20), entries)  # 3840Mi taken on NUMA 0, the rest on 1
+    figures = kubelet_figures(node_with(tmp_path, {"policyName": "static"}, memory), active=set())
+    assert figures["node-0"]["memory"] == (3840 * 2**20, 3840 * 2**20)
+    assert figures["node-1"]["memory"] == (4 * GI, 4 * GI)
+
+
+def test_differences_name_the_zone_resource_and_gap() -> None:
+    kubelet: Figures = {"node-0": {"cpu": (3, 1), "memory": (100, 50)}}
+    nrt = {
+        "zones": [
+            {
+                "name": "node-0",
+                "resources": [
+                    {"name": "cpu", "capacity": "4", "allocatable": "3", "available": "1"},
+                    {"name": "memory", "capacity": "128", "allocatable": "100", "available": "100"},
+                    {"name": "hugepages-2Mi", "capacity": "0", "allocatable": "0", "available": "0"},
+                ],
+            }
+        ]
+    }
+    published = nrt_figures(nrt)
+    assert differences(kubelet, published) == ["node-0 memory available: kubelet 50, NRT 100 (NRT - kubelet 50)"]
+    assert differences(kubelet, published, available=False) == []

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toposched.exporter import sysfs
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
@@ -69,28 +71,13 @@ def format_bytes(value: int) -> str:
 
 
 def format_cpulist(cpus: Iterable[int]) -> str:
-    """Kernel list format: ``0-3,8,10-11`` (empty string for no CPUs)."""
-    ids = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """Kernel list format: ``0-3,8,10-11`` (empty string for no CPUs); the exporter's own writer."""
+    return sysfs.format_cpulist(list(cpus))
 
 
 def parse_cpulist(text: str) -> list[int]:
-    """Inverse of :func:`format_cpulist`."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        cpus.extend(range(int(low), int(high or low) + 1))
-    return sorted(set(cpus))
+    """Inverse of :func:`format_cpulist` (the exporter's reader: bounded, errors name the text)."""
+    return list(sysfs.parse_cpulist(text))
 
 
 def format_cpumask(cpus: Iterable[int], width: int) -> str:

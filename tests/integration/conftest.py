@@ -6,6 +6,7 @@ already running); each test gets a namespace of its own, deleted afterwards.
 
 import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,7 +16,9 @@ from kubernetes_asyncio import client, config
 
 from testkit.cluster import OperatorProcess, skip_or_fail
 from testkit.paths import CRDS, REPO
+from testkit.podresources import FakeKubelet
 from testkit.realnode import missing_tools
+from toposched.exporter.podresources._generated import api_pb2
 
 pytestmark = pytest.mark.cluster
 
@@ -84,3 +87,16 @@ def real_nodes(kubeconfig: Path) -> None:
     problems += [f"{m.what} ({m.package})" for m in missing_tools()]
     if problems:
         skip_or_fail(f"real nodes need {', '.join(problems)}: run `make test-tools` as root")
+
+
+@pytest.fixture
+async def kubelet() -> AsyncIterator[FakeKubelet]:
+    """A fake kubelet PodResources server on a two-socket machine (CPUs 0 and 32 reserved)."""
+    # A short path: unix socket paths are limited to 107 bytes.
+    socket_dir = Path(tempfile.mkdtemp(prefix="tsk-", dir="/tmp"))
+    server = FakeKubelet(socket_dir / "kubelet.sock")
+    server.allocatable = api_pb2.AllocatableResourcesResponse(cpu_ids=[c for c in range(64) if c not in (0, 32)])
+    await server.start()
+    yield server
+    await server.stop()
+    os.rmdir(socket_dir)

@@ -3,7 +3,6 @@
 import asyncio
 import os
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -122,18 +121,6 @@ async def http_get(port: int, path: str) -> bytes:
     writer.close()
     await writer.wait_closed()
     return answer
-
-
-@pytest.fixture
-async def kubelet(tmp_path: Path) -> AsyncIterator[FakeKubelet]:
-    # A short path: unix socket paths are limited to 107 bytes.
-    socket_dir = Path(tempfile.mkdtemp(prefix="tsk-", dir="/tmp"))
-    server = FakeKubelet(socket_dir / "kubelet.sock")
-    server.allocatable = api_pb2.AllocatableResourcesResponse(cpu_ids=[c for c in range(64) if c not in (0, 32)])
-    await server.start()
-    yield server
-    await server.stop()
-    os.rmdir(socket_dir)
 
 
 async def test_daemon_follows_allocation_changes(

@@ -10,10 +10,8 @@ import asyncio
 import os
 import signal
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,6 @@ from testkit.podresources import FakeKubelet
 from testkit.sysfs import two_socket
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.noderesourcetopology import NodeResourceTopology
-from toposched.exporter.podresources._generated import api_pb2
 from toposched.kube.watch import ListError, follow, list_objects
 
 pytestmark = pytest.mark.cluster
@@ -66,17 +63,6 @@ async def ready(api: client.ApiClient, within: float = 90) -> float:
 
     await wait_for(answers, within=within, what="the apiserver ready again")
     return time.monotonic()
-
-
-@pytest.fixture
-async def kubelet() -> AsyncIterator[FakeKubelet]:
-    socket_dir = Path(tempfile.mkdtemp(prefix="tsr-", dir="/tmp"))
-    server = FakeKubelet(socket_dir / "kubelet.sock")
-    server.allocatable = api_pb2.AllocatableResourcesResponse(cpu_ids=[c for c in range(64) if c not in (0, 32)])
-    await server.start()
-    yield server
-    await server.stop()
-    os.rmdir(socket_dir)
 
 
 async def test_components_resume_after_apiserver_restarts(

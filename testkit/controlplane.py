@@ -73,17 +73,20 @@ class Component:
     def start(self) -> int:
         if self.running():
             raise RuntimeError(f"{self.name} is already running (pid {self.pid()})")
-        with self.log.open("ab") as log:
-            proc = subprocess.Popen(
-                [self.binary, *self.args],
-                cwd=self.workdir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.pid_file.write_text(f"{proc.pid}\n")
-        return proc.pid
+        # Started through a shell that exits at once, so the component is nobody's child here
+        # (as under kwokctl) and outlives this process without a Popen to reap it.
+        launcher = subprocess.run(
+            ["sh", "-c", 'exec 0</dev/null; "$0" "$@" >>"$LOG" 2>&1 & echo $!', self.binary, *self.args],
+            cwd=self.workdir,
+            env={**os.environ, "LOG": str(self.log)},
+            capture_output=True,
+            text=True,
+            check=True,
+            start_new_session=True,
+        )
+        pid = int(launcher.stdout.strip())
+        self.pid_file.write_text(f"{pid}\n")
+        return pid
 
 
 def components() -> dict[str, Component]:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from toposched.apis.constants import APPGROUP_GROUP, APPGROUP_PLURAL, APPGROUP_VERSION
 from toposched.apis.meta import CamelModel, Condition, KubeObject
-from toposched.apis.quantity import Quantity
+from toposched.apis.quantity import Bandwidth, Quantity
 
 
 class SortingAlgorithm(StrEnum):
@@ -20,17 +20,21 @@ class SortingAlgorithm(StrEnum):
     ALTERNATE_TARJAN = "AlternateTarjan"
 
 
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+"""A non-empty label value: pods carry the selector as the value of the workload label."""
+
+
 class WorkloadInfo(CamelModel):
     kind: str
     name: str
-    selector: str
+    selector: str = Field(max_length=63, pattern=LABEL_VALUE)
     api_version: str | None = None
     namespace: str | None = None
 
 
 class DependenciesInfo(CamelModel):
     workload: WorkloadInfo
-    min_bandwidth: Quantity | None = None
+    min_bandwidth: Bandwidth | None = None
     max_network_cost: int | None = Field(default=None, ge=0, le=10000)
 
 

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from toposched.apis.constants import NODE_BANDWIDTH_RESOURCE, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
+from toposched.apis.limits import MAX_QUANTITY, check_bandwidth
 from toposched.apis.netperf import Measurements
 from toposched.apis.networktopology import CostInfo, OriginInfo, TopologyInfo, WeightInfo
 from toposched.apis.quantity import parse_quantity
@@ -79,9 +80,9 @@ def node_info(name: str, labels: Mapping[str, str], capacity: Mapping[str, str])
     raw = capacity.get(NODE_BANDWIDTH_RESOURCE)
     if raw:
         try:
-            bandwidth = parse_quantity(raw)
-        except ValueError:
-            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_RESOURCE, raw)
+            bandwidth = check_bandwidth(parse_quantity(raw))
+        except ValueError as exc:
+            logger.warning("node %s: ignoring %s (%s)", name, NODE_BANDWIDTH_RESOURCE, exc)
     return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 
@@ -175,6 +176,9 @@ def allocated_bandwidth(
 
 
 def _quantity(value: Decimal) -> str | int:
+    """As the NetworkTopology holds it; a sum beyond what the CRD takes saturates (it is more than
+    any network carries either way, so no placement changes)."""
+    value = min(value, Decimal(MAX_QUANTITY))
     return int(value) if value == value.to_integral_value() else str(value)
 
 

@@ -25,9 +25,11 @@ from toposched.apis.constants import (
     OPERATOR_COMPONENT,
     WORKLOAD_LABEL,
 )
+from toposched.apis.errors import describe
 from toposched.kube import events
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView, pod_view, reconcile
+from toposched.operators.invalid import report_invalid
 from toposched.operators.runtime import Coalescer, Runtime
 
 logger = logging.getLogger(__name__)
@@ -77,8 +79,7 @@ class AppGroupReconciler:
         try:
             appgroup = AppGroup.from_dict(body)
         except ValidationError as exc:
-            metrics.RECONCILE_ERRORS.labels("AppGroup", "Unparseable").inc()
-            logger.error("AppGroup %s/%s cannot be read: %s", *key, exc)
+            await report_invalid(self.runtime, AppGroup, key, body, describe(exc))
             return
         now = datetime.now(UTC).replace(microsecond=0)
         result = reconcile(appgroup, self.pods.get(key, []), now)

@@ -7,8 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from toposched.apis.constants import APPGROUP_GROUP, APPGROUP_PLURAL, APPGROUP_VERSION
+from toposched.apis.limits import MAX_DEPENDENCIES, MAX_WORKLOADS
 from toposched.apis.meta import CamelModel, Condition, KubeObject
-from toposched.apis.quantity import Bandwidth, Quantity
+from toposched.apis.quantity import Bandwidth, TotalBandwidth
 
 
 class SortingAlgorithm(StrEnum):
@@ -40,21 +41,21 @@ class DependenciesInfo(CamelModel):
 
 class AppGroupWorkload(CamelModel):
     workload: WorkloadInfo
-    dependencies: list[DependenciesInfo] | None = None
+    dependencies: list[DependenciesInfo] | None = Field(default=None, max_length=MAX_DEPENDENCIES)
 
 
 class AppGroupSpec(CamelModel):
     num_members: int = Field(ge=1)
     topology_sorting_algorithm: SortingAlgorithm = SortingAlgorithm.KAHN
-    workloads: list[AppGroupWorkload]
+    workloads: list[AppGroupWorkload] = Field(max_length=MAX_WORKLOADS)
 
 
 class WorkloadStatistics(CamelModel):
     """Statistics fields of newer appgroup-api releases; accepted and kept, not computed here."""
 
-    min_bandwidth: Quantity | None = None
-    avg_bandwidth: Quantity | None = None
-    max_bandwidth: Quantity | None = None
+    min_bandwidth: TotalBandwidth | None = None
+    avg_bandwidth: TotalBandwidth | None = None
+    max_bandwidth: TotalBandwidth | None = None
     min_cost: int | None = None
     avg_cost: int | None = None
     max_cost: int | None = None
@@ -70,7 +71,7 @@ class AppGroupStatus(CamelModel):
     running_workloads: int | None = Field(default=None, ge=0)
     schedule_start_time: datetime | None = None
     topology_calculation_time: datetime | None = None
-    topology_order: list[TopologyInfo] | None = None
+    topology_order: list[TopologyInfo] | None = Field(default=None, max_length=MAX_WORKLOADS)
     app_group_statistics: WorkloadStatistics | None = None
     observed_generation: int | None = None
     conditions: list[Condition] | None = None

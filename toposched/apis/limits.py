@@ -2,8 +2,9 @@
 checked against. A value beyond them is invalid input, not a very large machine.
 
 The one place these figures live. The CRD schemas (``crds/*.yaml``) spell the same figures in
-their CEL rules (a unit test keeps the two in step), the admission webhook and the parsers import
-them from here.
+their CEL rules, maxItems and maxLength (a unit test keeps the two in step), the admission webhook
+and the parsers import them from here. The list sizes are also what keeps the CRDs' CEL rules
+within the apiserver's cost budget.
 """
 
 from decimal import Decimal
@@ -29,6 +30,17 @@ MAX_NIC_SPEED_MBPS: Final = MAX_BANDWIDTH // 10**6
 HUGEPAGE_SIZES_KB: Final = (64, 1024, 2048, 8192, 16384, 32768, 262144, 524288, 1048576, 2097152, 16777216, 536870912)
 """Huge page sizes some Linux architecture supports (64Ki ... 512Gi): x86-64 2Mi and 1Gi, arm64 64Ki, 2Mi, 32Mi,
 512Mi, 1Gi and 16Gi, POWER 16Mi and 16Gi, s390 1Mi and 2Gi, sparc 8Mi and 256Mi, RISC-V 512Gi."""
+MAX_QUANTITY_TEXT: Final = 40
+"""Characters of a quantity as written: canonical forms are a few; more is garbage, not precision."""
+MAX_ZONES: Final = 128
+"""Zones of one NodeResourceTopology (and entries of a zone's distance row): NUMA nodes of the largest
+machines (32 sockets with sub-NUMA clustering) with room to spare."""
+MAX_ZONE_RESOURCES: Final = 64
+"""Resources listed by one zone: cpu, memory, a few huge page sizes and device resources."""
+MAX_WORKLOADS: Final = 256
+"""Workloads of one AppGroup."""
+MAX_DEPENDENCIES: Final = 64
+"""Dependencies of one workload."""
 MAX_FILE_BYTES: Final = 16 * 2**20
 """Largest manifest or configuration file the commands read."""
 MAX_SYSFS_FILE_BYTES: Final = 64 * 2**10

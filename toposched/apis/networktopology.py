@@ -7,7 +7,7 @@ from pydantic import Field, model_validator
 
 from toposched.apis.constants import NETWORKTOPOLOGY_GROUP, NETWORKTOPOLOGY_PLURAL, NETWORKTOPOLOGY_VERSION
 from toposched.apis.meta import CamelModel, Condition, KubeObject
-from toposched.apis.quantity import Quantity, TotalBandwidth
+from toposched.apis.quantity import TotalBandwidth
 
 
 class CostInfo(CamelModel):
@@ -21,9 +21,9 @@ class CostInfo(CamelModel):
 class OriginStatistics(CamelModel):
     """Statistics fields of newer networktopology-api releases; accepted and kept."""
 
-    min_bandwidth: Quantity | None = None
-    avg_bandwidth: Quantity | None = None
-    max_bandwidth: Quantity | None = None
+    min_bandwidth: TotalBandwidth | None = None
+    avg_bandwidth: TotalBandwidth | None = None
+    max_bandwidth: TotalBandwidth | None = None
     min_cost: int | None = None
     avg_cost: int | None = None
     max_cost: int | None = None

@@ -10,7 +10,7 @@ from typing import Literal, Self
 from pydantic import Field, model_validator
 
 from toposched.apis.constants import NRT_GROUP, NRT_PLURAL, NRT_VERSION, NRT_ZONE_TYPE_NODE
-from toposched.apis.limits import LOCAL_DISTANCE, MAX_NUMA_DISTANCE, check_amount
+from toposched.apis.limits import LOCAL_DISTANCE, MAX_NUMA_DISTANCE, MAX_ZONE_RESOURCES, MAX_ZONES, check_amount
 from toposched.apis.meta import CamelModel, KubeObject
 from toposched.apis.quantity import Quantity, parse_quantity
 
@@ -54,9 +54,9 @@ class Zone(CamelModel):
     name: str
     type: str
     parent: str | None = None
-    costs: list[CostInfo] | None = None
+    costs: list[CostInfo] | None = Field(default=None, max_length=MAX_ZONES)
     attributes: list[AttributeInfo] | None = None
-    resources: list[ResourceInfo] | None = None
+    resources: list[ResourceInfo] | None = Field(default=None, max_length=MAX_ZONE_RESOURCES)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -76,7 +76,7 @@ class NodeResourceTopology(KubeObject):
     api_version: Literal["topology.node.k8s.io/v1alpha2"] = "topology.node.k8s.io/v1alpha2"
     kind: Literal["NodeResourceTopology"] = "NodeResourceTopology"
     topology_policies: list[str] | None = None
-    zones: list[Zone] = Field(min_length=1)
+    zones: list[Zone] = Field(min_length=1, max_length=MAX_ZONES)
     attributes: list[AttributeInfo] | None = None
 
     @model_validator(mode="after")

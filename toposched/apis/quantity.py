@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeAlias
 
 from pydantic import AfterValidator, PlainValidator
 
-from toposched.apis.limits import MAX_BANDWIDTH, MAX_QUANTITY, show_limit
+from toposched.apis.limits import MAX_BANDWIDTH, MAX_QUANTITY, MAX_QUANTITY_TEXT, show_limit
 
 
 def _load_parser() -> Callable[[Any], Any]:
@@ -41,8 +41,6 @@ _parse_quantity = _load_parser()
 
 _SYNTAX = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
 """The apiserver's quantity syntax (the CRDs' pattern): ASCII digits, one suffix or exponent, no blanks."""
-MAX_TEXT = 64
-"""Longest quantity text read: canonical forms are a few characters; more is garbage, not precision."""
 NANO = Decimal("1e-9")
 HINT = "e.g. 100Mi, 1G, 1500m, 10e3"
 
@@ -68,7 +66,7 @@ def _parse(value: object) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
         raise ValueError(f"expected a quantity (a string or a number), not {type(value).__name__}")
     shown = _shown(value)
-    if isinstance(value, str) and (len(value) > MAX_TEXT or not _SYNTAX.fullmatch(value)):
+    if isinstance(value, str) and (len(value) > MAX_QUANTITY_TEXT or not _SYNTAX.fullmatch(value)):
         raise ValueError(f"{shown} is not a Kubernetes quantity ({HINT})")
     if isinstance(value, float):
         value = Decimal(repr(value))  # 0.1 from a YAML file means 0.1, not the nearest binary fraction
@@ -91,7 +89,7 @@ def _shown(value: object) -> str:
     if isinstance(value, int) and value.bit_length() > 128:  # repr of a huge int is slow, or refused
         return f"an integer of {value.bit_length()} bits"
     text = repr(value)
-    return text if len(text) <= MAX_TEXT else f"{text[: MAX_TEXT - 5]}...{text[-1]}"
+    return text if len(text) <= 64 else f"{text[:59]}...{text[-1]}"
 
 
 def _check(value: object) -> str | int:

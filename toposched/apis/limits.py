@@ -86,4 +86,4 @@ def check_bandwidth(value: Decimal, limit: int = MAX_BANDWIDTH) -> Decimal:
 
 def _show(value: Decimal) -> str:
     """Short enough for a message whatever the exponent (``1E+999999``, not a million digits)."""
-    return f"{value:.6g}" if abs(value.adjusted()) > 15 else str(value.normalize())
+    return f"{value:.6g}" if abs(value.adjusted()) > 15 else format(value.normalize(), "f")

@@ -66,8 +66,12 @@ def _nodes(path: str) -> list[NodeInfo]:
             raise InputError(f"{where}: metadata.labels: expected a map of strings")
         if not isinstance(capacity, dict):
             raise InputError(f"{where}: status.capacity: expected a map of quantities")
-        nodes.append(node_info(name, labels, capacity))
+        nodes.append(node_info(name, labels, capacity, warn=lambda why: _warn(f"{path}: {why}")))
     return nodes
+
+
+def _warn(message: str) -> None:
+    print(f"toposched netcost: warning: {message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

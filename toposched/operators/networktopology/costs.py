@@ -10,7 +10,7 @@
 import logging
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -73,16 +73,19 @@ class Computed:
 Pair = tuple[str, str]
 
 
-def node_info(name: str, labels: Mapping[str, str], capacity: Mapping[str, str]) -> NodeInfo:
+def node_info(
+    name: str, labels: Mapping[str, str], capacity: Mapping[str, str], warn: Callable[[str], None] | None = None
+) -> NodeInfo:
     """A node as the costs see it: its region and zone labels and the bandwidth it advertises
-    (status.capacity of the extended resource network.aware.com/bandwidth)."""
+    (status.capacity of the extended resource network.aware.com/bandwidth); a bandwidth that is
+    not one is ignored, and ``warn`` (else the log) told why."""
     bandwidth = None
     raw = capacity.get(NODE_BANDWIDTH_RESOURCE)
     if raw:
         try:
             bandwidth = check_bandwidth(parse_quantity(raw))
         except ValueError as exc:
-            logger.warning("node %s: ignoring %s (%s)", name, NODE_BANDWIDTH_RESOURCE, exc)
+            (warn or logger.warning)(f"node {name}: ignoring {NODE_BANDWIDTH_RESOURCE} ({exc})")
     return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 

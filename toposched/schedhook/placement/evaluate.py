@@ -230,6 +230,7 @@ def evaluate(
     ):
         known = rows >= 0
         columnar[known] = table.single_numa[rows[known]]
+        columnar &= results.fit  # not the nodes already failed as invalid
     _columnar(pod, results, np.flatnonzero(columnar), config)
     _one_by_one(pod, pod_policy, results, np.flatnonzero(~columnar & results.fit).tolist(), snapshot, config)
     _network(meta, results, snapshot, config)
@@ -248,10 +249,15 @@ def _everyone(candidates: Sequence[str], reason: str) -> tuple[Ints, list[str], 
 
 
 def _invalid_nodes(results: Results, snapshot: Snapshot) -> None:
-    """Nodes whose NRT or Node object could not be read fail, with what is wrong with it (they
-    have no row in the table, so only the few rowless candidates are looked up)."""
+    """Nodes whose NRT or Node object could not be read fail, with what is wrong with it. Usually
+    there are none; else one pass over the rows, and a look-up of the few rowless candidates."""
     if not snapshot.invalid:
         return
+    index = results.table.index
+    reasons = {row: reason for name, reason in snapshot.invalid.items() if (row := index.get(name)) is not None}
+    if reasons:
+        for i in np.flatnonzero(np.isin(results.rows, list(reasons))).tolist():
+            results.fail(i, reasons[int(results.rows[i])])
     for i in np.flatnonzero(results.rows < 0).tolist():
         reason = snapshot.invalid.get(results.names[i])
         if reason is not None:

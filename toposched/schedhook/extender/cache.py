@@ -23,7 +23,14 @@ from toposched.schedhook.extender.reservations import Ledger, Reservation
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.freshness import accounted
 from toposched.schedhook.placement.model import NodeTopology, NumaZone, Placed, Pod
-from toposched.schedhook.placement.parse import from_nrt, links_of, node_view, placed_pod, pod_from_spec
+from toposched.schedhook.placement.parse import (
+    from_nrt,
+    links_of,
+    node_allocatable,
+    node_location,
+    placed_pod,
+    pod_from_spec,
+)
 from toposched.schedhook.placement.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
@@ -254,12 +261,8 @@ class ClusterCache:
                 snap.locations.pop(name, None)
                 self._allocatable.pop(name, None)
             else:
-                location, allocatable = self._parsed("nodes", key, body, node_view) or (None, {})
-                if location is None:
-                    snap.locations.pop(name, None)
-                else:
-                    snap.locations[name] = location
-                self._allocatable[name] = allocatable
+                snap.locations[name] = node_location(body)
+                self._allocatable[name] = self._parsed("nodes", key, body, node_allocatable) or {}
             self._mark(snap, "Node", name, None if body is None else self._error("nodes", key))
             if nrts is not None:
                 nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
@@ -269,9 +272,9 @@ class ClusterCache:
             if body is None:
                 snap.nrts.pop(name, None)
             else:
-                node_allocatable = self._allocatable.get(name, {})
-                extra = tuple(sorted(node_allocatable.items()))
-                view = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+                allocatable = self._allocatable.get(name, {})
+                extra = tuple(sorted(allocatable.items()))
+                view = self._parsed("nrts", key, body, _nrt_view(allocatable), extra=extra)
                 if view is None:
                     snap.nrts.pop(name, None)  # unreadable: the node fails every pod, saying why
                 else:

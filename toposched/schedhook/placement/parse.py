@@ -213,16 +213,26 @@ def links_of(nt: NetworkTopology, weights_name: str) -> dict[tuple[str, str, str
 
 def node_view(node: Mapping[str, Any]) -> tuple[Location, dict[str, Decimal]]:
     """A Node's region/zone and its allocatable resources; ValueError naming the field."""
-    meta, status = node.get("metadata") or {}, node.get("status") or {}
-    if not isinstance(meta, Mapping) or not isinstance(status, Mapping):
-        raise ValueError("metadata and status must be objects")
-    labels = meta.get("labels") or {}
+    return node_location(node), node_allocatable(node)
+
+
+def node_location(node: Mapping[str, Any]) -> Location:
+    """A Node's region and zone labels; a label that is not a string counts as absent (never raises:
+    a garbled allocatable must not also hide where the node is from the pods placed near it)."""
+    meta = node.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
     if not isinstance(labels, Mapping):
-        raise ValueError("metadata.labels: expected a map")
+        return Location(None, None)
     region, zone = labels.get(REGION_LABEL), labels.get(ZONE_LABEL)
-    if not isinstance(region, str | None) or not isinstance(zone, str | None):
-        raise ValueError(f"metadata.labels: {REGION_LABEL} and {ZONE_LABEL} must be strings")
-    return Location(region, zone), quantities(status.get("allocatable"), "status.allocatable")
+    return Location(region if isinstance(region, str) else None, zone if isinstance(zone, str) else None)
+
+
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, Decimal]:
+    """A Node's status.allocatable; ValueError naming the field."""
+    status = node.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise ValueError("status: expected an object")
+    return quantities(status.get("allocatable"), "status.allocatable")
 
 
 def placed_pod(pod: Mapping[str, Any]) -> Placed | None:

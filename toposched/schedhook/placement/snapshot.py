@@ -14,7 +14,7 @@ from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.model import NodeTopology, Placed
 from toposched.schedhook.placement.network import Link, Location
-from toposched.schedhook.placement.parse import from_nrt, links_of, node_view, placed_pod
+from toposched.schedhook.placement.parse import from_nrt, links_of, node_allocatable, node_location, placed_pod
 
 
 @dataclass
@@ -49,8 +49,9 @@ def snapshot(
         if name is None:
             snap.skipped.append(("Node", f"#{i + 1}: metadata.name: expected a name"))
             continue
+        snap.locations[name] = node_location(node)
         try:
-            snap.locations[name], allocatable[name] = node_view(node)
+            allocatable[name] = node_allocatable(node)
         except ValueError as exc:
             snap.invalid[name] = f"invalid Node {name}: {describe(exc)}"
     for i, body in enumerate(nrts):

@@ -245,6 +245,31 @@ def mutated_file(path: Path, docs: list[Any], rng: random.Random) -> str:
     return f"{path.name}: {'; '.join(notes)}"
 
 
+def garbled(doc: Any, seed: int, rounds: int = 2) -> Any:
+    """``doc`` after ``rounds`` mutations chosen by ``seed`` (for property tests of the parsers)."""
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        doc, _ = mutate_tree(doc, rng)
+    return doc
+
+
+def one_line(message: str) -> bool:
+    """What every parse error must be: one line, something said, no link to a library's pages."""
+    return bool(message.strip()) and "\n" not in message and "http" not in message
+
+
+def parse_error(parse: Callable[[], object]) -> str | None:
+    """None when ``parse`` succeeds, else its ValueError's message, as a person would read it; any
+    other exception propagates (and fails the test that called this)."""
+    from toposched.apis.errors import describe
+
+    try:
+        parse()
+    except ValueError as exc:  # pydantic's ValidationError is one: one line per problem, joined
+        return describe(exc)
+    return None
+
+
 # --- the commands' inputs --------------------------------------------------------------------
 
 

@@ -22,16 +22,24 @@ logger = logging.getLogger(__name__)
 
 
 async def report_invalid(
-    runtime: Runtime, kind: type[KubeObject], key: tuple[str, str], body: dict[str, Any], problem: str
+    runtime: Runtime,
+    kind: type[KubeObject],
+    key: tuple[str, str],
+    body: dict[str, Any],
+    problem: str,
+    reported: dict[str, str],
 ) -> None:
     """Ready=False (InvalidSpec) with ``problem`` in the status, and a Warning Event, when they do
-    not say so already."""
+    not say so already. ``reported`` (uid -> message) remembers what was said: the object a watch
+    hands back may not show the status just written yet."""
     kind_name = kind.__name__
     metrics.RECONCILE_ERRORS.labels(kind_name, "Unparseable").inc()
     message = f"invalid spec: {problem}"
+    uid = str((body.get("metadata") or {}).get("uid", ""))
     patch = invalid_status(body, message, datetime.now(UTC).replace(microsecond=0))
-    if patch is None:
+    if patch is None or reported.get(uid) == message:
         return
+    reported[uid] = message
     logger.error("%s %s/%s cannot be read: %s", kind_name, key[0], key[1], problem)
     try:
         await k8s.patch_status(runtime.api, kind, key[0], key[1], patch)

@@ -62,6 +62,8 @@ class AppGroupReconciler:
         # Last status written per object uid: an index may lag our own write by one event.
         self.last_written: dict[str, dict[str, Any]] = {}
         self.ready: dict[str, tuple[str, str]] = {}
+        self.invalid: dict[str, str] = {}
+        """uid -> the InvalidSpec message last reported for an AppGroup that cannot be read."""
 
     async def reconcile_all(self) -> None:
         for key in list(self.bodies):
@@ -79,7 +81,7 @@ class AppGroupReconciler:
         try:
             appgroup = AppGroup.from_dict(body)
         except ValidationError as exc:
-            await report_invalid(self.runtime, AppGroup, key, body, describe(exc))
+            await report_invalid(self.runtime, AppGroup, key, body, describe(exc), self.invalid)
             return
         now = datetime.now(UTC).replace(microsecond=0)
         result = reconcile(appgroup, self.pods.get(key, []), now)
@@ -114,6 +116,7 @@ class AppGroupReconciler:
     def forget(self, uid: str, key: Key) -> None:
         self.last_written.pop(uid, None)
         self.ready.pop(uid, None)
+        self.invalid.pop(uid, None)
         self.coalescer.forget(key)
         self._publish_gauge()
 

@@ -69,6 +69,10 @@ class NetworkTopologyReconciler:
         """Costs wait for the first list of nodes, so none is computed from a partial cluster."""
         self.placements: dict[str, str] = {}
         self._parsed_dependencies: dict[str, tuple[object, list[Dependency]]] = {}
+        self._left_out: dict[str, str] = {}
+        """AppGroup -> why it is left out of bandwidthAllocated (logged when that changes)."""
+        self.invalid: dict[str, str] = {}
+        """uid -> the InvalidSpec message last reported for a NetworkTopology that cannot be read."""
 
     def poke_all(self) -> None:
         for key in list(self.bodies):
@@ -147,8 +151,13 @@ class NetworkTopologyReconciler:
         except ValueError as exc:
             # Left out of every NetworkTopology's bandwidthAllocated, which the others still get;
             # the AppGroup's own status says what is wrong (the AppGroup reconciler writes it).
-            logger.warning("AppGroup %s left out of bandwidthAllocated: %s", prefix.rstrip("/"), describe(exc))
+            why = describe(exc)
+            if self._left_out.get(prefix) != why:
+                logger.warning("AppGroup %s left out of bandwidthAllocated: %s", prefix.rstrip("/"), why)
+                self._left_out[prefix] = why
             found = []
+        else:
+            self._left_out.pop(prefix, None)
         self._parsed_dependencies[prefix] = (version, found)
         return found
 
@@ -166,7 +175,7 @@ class NetworkTopologyReconciler:
         try:
             nt = NetworkTopology.from_dict(found[-1])
         except ValidationError as exc:
-            await report_invalid(self.runtime, NetworkTopology, key, found[-1], describe(exc))
+            await report_invalid(self.runtime, NetworkTopology, key, found[-1], describe(exc), self.invalid)
             return
         settings = self.runtime.settings
         invalid = configmap_name_problem(nt.spec.configmap_name)

@@ -18,6 +18,7 @@ import io
 import multiprocessing
 import os
 import random
+import resource
 import shutil
 import signal
 import sys
@@ -37,6 +38,8 @@ from testkit.nrt import nrt as random_nrt
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 
 COMMANDS = ("explain", "netcost", "nrt", "order")
+MEMORY_LIMIT = 3 * 2**30
+"""Address space of a campaign worker: a case that reads /dev/zero to the end meets MemoryError."""
 
 # Values the mutators put where a real one was: the issue's findings and their relatives.
 GARBAGE: tuple[object, ...] = (
@@ -576,7 +579,9 @@ def campaign(command: str, cases: int, seed: int = 0, timeout: float = 10.0, sta
 def _worker(
     command: str, cases: int, seed: int, timeout: float, start: int, step: int, progress: Any, out: Any
 ) -> None:
-    """One process's share of a campaign; ``progress`` holds the case it is on (for the watchdog)."""
+    """One process's share of a campaign; ``progress`` holds the case it is on (for the watchdog).
+    Its memory is capped, so that a case reading without bound fails there, not the machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     report = Report(command)
     with tempfile.TemporaryDirectory(prefix="toposched-fuzz-") as work:
         builder = Builder(Path(work))

@@ -10,8 +10,17 @@ import yaml
 
 from testkit.nrt import POD
 from testkit.paths import EXAMPLES
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.apis.noderesourcetopology import NodeResourceTopology
-from toposched.schedhook.placement.parse import from_nrt, node_view, parse_pod, placed_pod, pod_from_spec
+from toposched.schedhook.placement.network import Location
+from toposched.schedhook.placement.parse import (
+    from_nrt,
+    node_location,
+    node_view,
+    parse_pod,
+    placed_pod,
+    pod_from_spec,
+)
 
 
 def _container(**fields: object) -> dict[str, Any]:
@@ -78,14 +87,27 @@ def test_a_valid_pod_parses() -> None:
     [
         ({"status": {"allocatable": {"cpu": "1e999999"}}}, "status.allocatable.cpu: '1e999999' is more than any"),
         ({"status": {"allocatable": "64"}}, "status.allocatable: expected a map"),
-        ({"metadata": {"labels": {"topology.kubernetes.io/zone": 5}}}, "must be strings"),
-        ({"metadata": ["x"]}, "metadata and status must be objects"),
+        ({"status": ["x"]}, "status: expected an object"),
     ],
-    ids=["allocatable-1e999999", "allocatable-a-string", "zone-label-a-number", "metadata-a-list"],
+    ids=["allocatable-1e999999", "allocatable-a-string", "status-a-list"],
 )
 def test_node_view(node: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         node_view(node)
+
+
+@pytest.mark.parametrize(
+    ("node", "location"),
+    [
+        ({"metadata": {"labels": {ZONE_LABEL: "z1", REGION_LABEL: "r1"}}}, Location("r1", "z1")),
+        ({"metadata": {"labels": {ZONE_LABEL: 5, REGION_LABEL: "r1"}}}, Location("r1", None)),
+        ({"metadata": {"labels": ["x"]}}, Location(None, None)),
+        ({"metadata": ["x"]}, Location(None, None)),
+    ],
+    ids=["labelled", "zone-a-number", "labels-a-list", "metadata-a-list"],
+)
+def test_a_label_that_is_not_a_string_counts_as_absent(node: dict[str, Any], location: Location) -> None:
+    assert node_location(node) == location
 
 
 @pytest.mark.parametrize(

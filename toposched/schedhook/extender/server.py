@@ -71,7 +71,7 @@ class Extender:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _evaluate(self, pod: dict[str, Any], names: list[str]) -> Results:
-        uid = pod.get("metadata", {}).get("uid", "")
+        uid = _uid(pod)
         results = evaluate(pod, names, self.cache.snapshot(exclude=uid), self.config)
         total: dict[str, Decimal] = {}
         for c in results.pod.containers:
@@ -210,7 +210,7 @@ class Extender:
             logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
             return None
         results = self._evaluate(pod, [node])
-        return self.last.pop(pod.get("metadata", {}).get("uid", ""), (results, {}))
+        return self.last.pop(_uid(pod), (results, {}))
 
     async def healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -247,9 +247,14 @@ async def _extender_args(request: web.Request) -> tuple[dict[str, Any], list[str
     names = args.get("NodeNames") or args.get("nodenames") or []
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad_request("NodeNames: expected a list of node names")
-    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    pod = pod if isinstance(pod, dict) else {}
+    return pod, names, _uid(pod)
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
     uid = meta.get("uid") if isinstance(meta, dict) else None
-    return pod if isinstance(pod, dict) else {}, names, uid if isinstance(uid, str) else ""
+    return uid if isinstance(uid, str) else ""
 
 
 def _bad_request(reason: str) -> web.HTTPBadRequest:

@@ -105,6 +105,7 @@ async def _podresources(socket: Path) -> tuple[object, object]:
 def run_nrt(args: argparse.Namespace) -> int:
     import yaml
 
+    from toposched.apis.errors import describe
     from toposched.exporter.kubeletconfig import KubeletConfigError, load
     from toposched.exporter.podresources.client import PodResourcesError
     from toposched.exporter.sysfs import SysfsError, read_machine
@@ -121,16 +122,21 @@ def run_nrt(args: argparse.Namespace) -> int:
         return 1
     for warning in machine.warnings:
         print(f"toposched nrt: warning: {warning}", file=sys.stderr)
-    nrt = build(
-        Inputs(
-            node=args.node,
-            machine=machine,
-            kubelet=kubelet,
-            allocatable=allocatable,  # type: ignore[arg-type]
-            pods=pods,  # type: ignore[arg-type]
-            fingerprint_method=args.fingerprint_method,
+    try:
+        nrt = build(
+            Inputs(
+                node=args.node,
+                machine=machine,
+                kubelet=kubelet,
+                allocatable=allocatable,  # type: ignore[arg-type]
+                pods=pods,  # type: ignore[arg-type]
+                fingerprint_method=args.fingerprint_method,
+            )
         )
-    )
+    except ValueError as exc:  # e.g. the kubelet reports more memory than a machine has
+        for problem in describe(exc).split("; "):
+            print(f"toposched nrt: not a NodeResourceTopology: {problem}", file=sys.stderr)
+        return 1
     document = nrt.to_dict()
     print(
         json.dumps(document, indent=2) if args.output == "json" else yaml.safe_dump(document, sort_keys=False),

@@ -96,11 +96,12 @@ def parse(data: Mapping[str, str], percentile: str, nodes: Collection[str]) -> M
         if not re.fullmatch(r"[0-9]+", text):  # ASCII digits: int() would also take "١٢"
             out.malformed[key] = f"not a whole number of milliseconds: {_short(raw)}"
             continue
-        if len(text.lstrip("0")) > len(str(MAX_LATENCY_MS)) or int(text) > MAX_LATENCY_MS:
+        digits = text.lstrip("0") or "0"  # int() refuses thousands of digits, leading zeros included
+        if len(digits) > len(str(MAX_LATENCY_MS)) or int(digits) > MAX_LATENCY_MS:
             shown = text if len(text) <= 40 else f"{text[:12]}... ({len(text)} digits)"
             out.malformed[key] = f"{shown} ms is not a plausible latency (limit {MAX_LATENCY_MS} ms)"
             continue
-        value = int(text)
+        value = int(digits)
         out.latency_ms[pair] = value
     return out
 

@@ -22,6 +22,10 @@ JSON = st.recursive(
     max_leaves=20,
 )
 QUANTITY_TEXT = st.from_regex(r"[-+]?[0-9.]{0,25}([eE][-+]?[0-9]{0,12}|[KMGTPE]i?|[numk])?", fullmatch=True)
+ZERO_PADDED = st.builds(
+    lambda zeros, digits: "0" * zeros + digits, st.integers(0, 6000), st.text("0123456789", max_size=8)
+)
+"""Numbers of thousands of digits, most of them leading zeros (int() refuses more than 4,300)."""
 SAMPLES: list[tuple[type[KubeObject], dict[str, Any]]] = [
     (model, yaml.safe_load(path.read_text()))
     for model, path in (
@@ -60,7 +64,11 @@ def test_custom_resources(sample: int, seed: int, rounds: int) -> None:
 @given(
     st.dictionaries(
         st.text(max_size=80) | st.sampled_from(["netperf.p90.latency.milliseconds.origin.a.destination.b"]),
-        st.text(max_size=30) | st.sampled_from([str(g) for g in GARBAGE]),
+        st.text(max_size=30)
+        | st.sampled_from([str(g) for g in GARBAGE])
+        | st.builds(
+            lambda zeros, digits: "0" * zeros + digits, st.integers(0, 6000), st.text("0123456789", max_size=8)
+        ),
     )
 )
 def test_configmap_keys(data: dict[str, str]) -> None:

@@ -43,6 +43,8 @@ def parse_annotation(raw: object) -> PodPolicy:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise PolicyError(f"not JSON: {exc.msg} at position {exc.pos}") from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting too deep
+        raise PolicyError(f"not JSON a program can read: {_clip(str(exc))}") from None
     if not isinstance(data, dict):
         raise PolicyError('expected a JSON object such as {"numaTopologyPolicy": "SingleNUMANode"}')
     unknown = set(data) - {"numaTopologyPolicy", "singleNUMANodeExclusive"}

@@ -73,7 +73,7 @@ def test_nrt_and_networktopology_views(seed: int, rounds: int) -> None:
 @given(
     st.one_of(
         st.text(max_size=80),
-        st.sampled_from(GARBAGE),
+        st.sampled_from([*GARBAGE, '{"numaTopologyPolicy": ' + "1" * 5000 + "}", "[" * 100_000]),
         st.from_regex(r'\{"numaTopologyPolicy": ".{0,20}"(, "[a-zA-Z]{0,25}": .{0,10})?\}', fullmatch=True),
     )
 )

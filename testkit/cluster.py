@@ -1,16 +1,18 @@
 """Helpers for tests against the local control plane: waiting, kwok nodes, member pods, the operator."""
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -180,3 +182,45 @@ def skip_or_fail(message: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+def _without_rules(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_rules(v) for k, v in schema.items() if k != "x-kubernetes-validations"}
+    if isinstance(schema, list):
+        return [_without_rules(v) for v in schema]
+    return schema
+
+
+@contextlib.contextmanager
+def crd_without_bounds(kubectl: list[str], crd_file: str, probe: dict[str, Any]) -> Iterator[None]:
+    """The CRD of ``crds/<crd_file>`` without its CEL rules while the block runs, as clusters had it
+    before the bounds: objects written then stay in storage when the CRD is upgraded, and the
+    components must cope with them. ``probe`` is an object the bounds refuse: on the way out the
+    CRD is put back and the block ends only once the apiserver refuses the probe again."""
+    from testkit.paths import CRDS
+
+    crd = yaml.safe_load((CRDS / crd_file).read_text())
+    apply = [*kubectl, "apply", "--server-side", "--force-conflicts", "-f", "-"]
+    subprocess.run(apply, input=yaml.safe_dump(_without_rules(crd)), text=True, check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run(apply, input=yaml.safe_dump(crd), text=True, check=True, capture_output=True)
+        dry_run = [*kubectl, "create", "--dry-run=server", "-o", "name", "-f", "-"]
+        deadline = time.monotonic() + 30
+        while subprocess.run(dry_run, input=yaml.safe_dump(probe), text=True, capture_output=True).returncode == 0:
+            assert time.monotonic() < deadline, f"the bounds of {crd_file} were not enforced again"
+            time.sleep(0.2)
+
+
+async def create_accepted(create: Callable[[], Awaitable[T]], within: float = 15) -> T:
+    """``create()`` once the apiserver accepts it (a CRD change takes a moment to apply)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await create()
+        except ApiException as exc:
+            if exc.status != 422 or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)

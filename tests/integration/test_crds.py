@@ -3,6 +3,7 @@
 import copy
 import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from testkit.paths import UPSTREAM_FIXTURES
+from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.meta import KubeObject
 from toposched.apis.networktopology import NetworkTopology
@@ -184,3 +185,135 @@ def test_printer_columns(kubectl: list[str], tmp_path: Path) -> None:
         text=True,
     ).stdout
     assert out.split() == ["Algorithm", "Members", "Running", "Ready", "Age"]
+
+
+def _nrt_resource(**fields: object) -> Any:
+    def spoil(body: dict[str, Any]) -> None:
+        body["zones"][0]["resources"][0].update(fields)
+
+    return spoil
+
+
+def _nrt_zones(body: dict[str, Any]) -> None:
+    body["zones"].append(copy.deepcopy(body["zones"][0]))
+
+
+def _nrt_costs(*values: int) -> Any:
+    def spoil(body: dict[str, Any]) -> None:
+        body["zones"][0]["costs"] = [{"name": body["zones"][0]["name"], "value": values[0]}] + [
+            {"name": f"other-{i}", "value": v} for i, v in enumerate(values[1:])
+        ]
+
+    return spoil
+
+
+def _dependency(**fields: object) -> Any:
+    def spoil(body: dict[str, Any]) -> None:
+        body["spec"]["workloads"][0]["dependencies"][0].update(fields)
+
+    return spoil
+
+
+def _selector(body: dict[str, Any]) -> None:
+    body["spec"]["workloads"][0]["workload"]["selector"] = "app in (a, b)"
+
+
+def _weights_twice(body: dict[str, Any]) -> None:
+    body["spec"]["weights"].append(copy.deepcopy(body["spec"]["weights"][0]))
+
+
+def _link(**fields: object) -> Any:
+    def spoil(body: dict[str, Any]) -> None:
+        body["spec"]["weights"][0]["topologyList"][0]["originList"][0]["costList"][0].update(fields)
+
+    return spoil
+
+
+def _configmap(name: str) -> Any:
+    def spoil(body: dict[str, Any]) -> None:
+        body["spec"]["configmapName"] = name
+
+    return spoil
+
+
+NRT, AG, NT = "noderesourcetopology.yaml", "appgroup-online-boutique.yaml", "networktopology.yaml"
+QUANTITY = "must be a quantity of at least 0, at most 20 digits with a two-digit exponent"
+BANDWIDTH = "must be a bandwidth from 0 to 10T"
+
+
+@pytest.mark.parametrize(
+    ("name", "spoil", "expected"),
+    [
+        (NRT, _nrt_resource(capacity="1e999999"), f'capacity: Invalid value: "1e999999": {QUANTITY}'),
+        (NRT, _nrt_resource(available="1e99999999999"), "zones[0].resources[0].available: Invalid value"),
+        (NRT, _nrt_resource(capacity="-1"), f'zones[0].resources[0].capacity: Invalid value: "-1": {QUANTITY}'),
+        (NRT, _nrt_resource(capacity=-4), "zones[0].resources[0].capacity: Invalid value: -4"),
+        (NRT, _nrt_resource(available=4), "available: Invalid value: available must not be more than allocatable"),
+        (NRT, _nrt_resource(capacity=8193, allocatable=8193), "more than any machine has (cpu at most 8192"),
+        (NRT, _nrt_zones, 'zones[2]: Duplicate value: {"name":"numa-node-0"}'),
+        (NRT, _nrt_costs(10, -1), "zones[0].costs[1].value: Invalid value: -1"),
+        (NRT, _nrt_costs(10, 256), "zones[0].costs[1].value: Invalid value: 256"),
+        (NRT, _nrt_costs(11), "the distance of a zone to itself is 10 (ACPI SLIT)"),
+        (AG, _dependency(minBandwidth="1e999999999"), f'minBandwidth: Invalid value: "1e999999999": {BANDWIDTH}'),
+        (AG, _dependency(minBandwidth="-1"), f'minBandwidth: Invalid value: "-1": {BANDWIDTH}'),
+        (AG, _dependency(minBandwidth="11T"), f'minBandwidth: Invalid value: "11T": {BANDWIDTH}'),
+        (AG, _selector, "spec.workloads[0].workload.selector: Invalid value: \"app in (a, b)\""),
+        (NT, _weights_twice, 'spec.weights[1]: Duplicate value: {"name":"UserDefined"}'),
+        (NT, _link(bandwidthCapacity="-1"), "bandwidthCapacity: Invalid value: \"-1\""),
+        (NT, _link(bandwidthAllocated="1e999999"), "bandwidthAllocated: Invalid value: \"1e999999\""),
+        (NT, _configmap("metrics/../x"), "spec.configmapName: Invalid value: \"metrics/../x\""),
+        (NT, _configmap(""), "spec.configmapName: Invalid value: \"\""),
+    ],
+    ids=[
+        "nrt-quantity-1e999999",
+        "nrt-exponent-beyond-the-apiservers-own-parser",
+        "nrt-negative-capacity",
+        "nrt-negative-integer",
+        "nrt-available-above-allocatable",
+        "nrt-more-cpus-than-a-machine",
+        "nrt-duplicate-zone",
+        "nrt-negative-distance",
+        "nrt-distance-above-255",
+        "nrt-distance-to-itself-not-10",
+        "appgroup-bandwidth-1e999999999",
+        "appgroup-negative-bandwidth",
+        "appgroup-bandwidth-above-10T",
+        "appgroup-selector-expression",
+        "networktopology-duplicate-weight",
+        "networktopology-negative-capacity",
+        "networktopology-huge-allocated",
+        "networktopology-configmap-path",
+        "networktopology-empty-configmap",
+    ],
+)  # fmt: skip
+async def test_values_no_machine_has_are_rejected_quickly(
+    api: client.ApiClient, namespace: str, name: str, spoil: Any, expected: str
+) -> None:
+    """Issue 15, items 4 and 5: these were accepted, and then stopped scheduling or every cost computation.
+    Quickly: comparing 1e99999999999 as a quantity would keep the apiserver busy past its timeout."""
+    body = fixture(name)
+    spoil(body)
+    started = time.monotonic()
+    with pytest.raises(ApiException) as info:
+        await create(api, namespace, body)
+    assert time.monotonic() - started < 10
+    assert info.value.status == 422
+    message = json.loads(info.value.body)["message"]
+    assert expected in message, message
+
+
+async def test_the_examples_and_the_largest_real_values_are_accepted(api: client.ApiClient, namespace: str) -> None:
+    for name in ("noderesourcetopology-worker-1.yaml", "appgroup-online-boutique.yaml", "networktopology.yaml"):
+        body = yaml.safe_load((EXAMPLES / name).read_text())
+        await create(api, namespace, body)
+    body = fixture(NRT)
+    body["zones"][0]["resources"][0].update(capacity=8192, allocatable="8192", available="8k")
+    body["zones"][0]["resources"].append(
+        {"name": "memory", "capacity": "4Pi", "allocatable": "4Pi", "available": "1.5e15"}
+    )
+    body["zones"][0]["costs"] = [{"name": "numa-node-0", "value": 10}, {"name": "numa-node-1", "value": 255}]
+    await create(api, namespace, body)
+    body = fixture(AG)
+    body["metadata"]["name"] = "at-the-bounds"
+    body["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = "10T"
+    await create(api, namespace, body)

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from testkit.cluster import ensure_kwok_node, wait_default_service_account, wait_for
+from testkit.cluster import (
+    crd_without_bounds,
+    create_accepted,
+    ensure_kwok_node,
+    wait_default_service_account,
+    wait_for,
+)
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.apis.netperf import latency_key
 from toposched.apis.networktopology import NetworkTopology
@@ -238,3 +244,108 @@ async def test_bandwidth_allocated_follows_placements(
         return got if got.get(("r1", "r2")) == 0 else None
 
     await wait_for(released, within=60, what="released bandwidth")
+
+
+def shop(name: str, bandwidth: str) -> dict[str, Any]:
+    """web depends on db with ``bandwidth``."""
+    web, db = ({"kind": "Deployment", "name": w, "selector": w} for w in ("web", "db"))
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "numMembers": 2,
+            "workloads": [
+                {"workload": web, "dependencies": [{"workload": db, "minBandwidth": bandwidth}]},
+                {"workload": db},
+            ],
+        },
+    }
+
+
+async def place(api: client.ApiClient, namespace: str, appgroup: str, pods: list[tuple[str, str, str]]) -> None:
+    for pod, workload, node in pods:
+        body = client.V1Pod(
+            metadata=client.V1ObjectMeta(
+                name=pod, labels={"appgroup.diktyo.x-k8s.io": appgroup, "appgroup.diktyo.x-k8s.io.workload": workload}
+            ),
+            spec=client.V1PodSpec(
+                node_name=f"{namespace}-{node}",
+                containers=[client.V1Container(name="app", image="example.invalid/app:1")],
+            ),
+        )
+        await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+
+
+@pytest.mark.usefixtures("operator", "nodes")
+async def test_an_appgroup_of_1e999999999_bits_is_reported_and_costs_go_on(
+    api: client.ApiClient, kubectl: list[str], namespace: str
+) -> None:
+    """Issue 15 item 5: an AppGroup with minBandwidth 1e999999999 (accepted before the CRD had
+    bounds) made every NetworkTopology reconcile fail, while the status said "ConfigMap not found"."""
+    custom = client.CustomObjectsApi(api)
+    huge = shop("huge", "1e999999999")
+    probe = {**shop("probe", "1e999999999"), "metadata": {"name": "probe", "namespace": namespace}}
+    with crd_without_bounds(kubectl, "appgroup.diktyo.x-k8s.io_appgroups.yaml", probe):
+        await create_accepted(
+            lambda: custom.create_namespaced_custom_object(  # type: ignore[no-any-return]
+                "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", huge
+            )
+        )
+    await custom.create_namespaced_custom_object(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", shop("shop", "100Mi")
+    )
+    await wait_default_service_account(api, namespace)
+    await place(api, namespace, "huge", [("huge-web-0", "web", "n1"), ("huge-db-0", "db", "n3")])
+    await place(api, namespace, "shop", [("web-0", "web", "n1"), ("db-0", "db", "n2")])
+    await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "2", ("n1", "n3"): "30"}))
+    await create_nt(api, namespace)
+
+    async def published() -> Any:
+        obj = await get_nt(api, namespace)
+        allocated = {pair: e.get("bandwidthAllocated") for pair, e in netperf_entries(obj, namespace).items()}
+        settled = obj.get("status", {}).get("observedGeneration") == obj["metadata"]["generation"]
+        return obj if settled and allocated.get(("z1", "z2")) == 104857600 else None
+
+    obj = await wait_for(published, within=60, what="NetperfCosts with the valid AppGroup's bandwidth")
+    assert condition(obj, "Ready")["status"] == "True"
+    assert netperf_entries(obj, namespace)[("r1", "r2")]["bandwidthAllocated"] == 0  # huge is left out
+
+    async def reported() -> Any:
+        body = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", "huge"
+        )
+        return body if condition(body, "Ready").get("reason") == "InvalidSpec" else None
+
+    body = await wait_for(reported, within=30, what="the unreadable AppGroup's InvalidSpec condition")
+    assert condition(body, "Ready")["message"] == (
+        "invalid spec: spec.workloads[0].dependencies[0].minBandwidth: '1e999999999' is more than any machine "
+        "has (at most 8Pi)"
+    )
+    assert body["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] == "1e999999999"  # never rewritten
+
+    async def warned() -> Any:
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace, field_selector="involvedObject.name=huge")
+        return [e for e in events.items if e.reason == "InvalidSpec"]
+
+    await wait_for(warned, within=30, what="an InvalidSpec Event on the AppGroup")
+
+
+@pytest.mark.usefixtures("operator", "nodes")
+async def test_a_configmap_name_no_configmap_can_have_is_said_so(api: client.ApiClient, namespace: str) -> None:
+    """Upstream's own example names netperfMetrics: the CRD takes it; the status says what is wrong."""
+    body = {
+        "apiVersion": f"{G}/{V}",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "net"},
+        "spec": {"configmapName": "netperfMetrics", "weights": [user_weight(namespace)]},
+    }
+    await client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, namespace, P, body)
+
+    async def said() -> Any:
+        obj = await get_nt(api, namespace)
+        return obj if condition(obj, "Ready").get("reason") == "InvalidSpec" else None
+
+    obj = await wait_for(said, what="InvalidSpec")
+    assert "spec.configmapName 'netperfMetrics' is not a ConfigMap name" in condition(obj, "Ready")["message"]
+    assert obj["spec"]["weights"] == [user_weight(namespace)]

@@ -12,11 +12,19 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
+from testkit.cluster import (
+    crd_without_bounds,
+    create_accepted,
+    ensure_kwok_node,
+    free_port,
+    wait_default_service_account,
+    wait_for,
+)
 from testkit.paths import EXAMPLES, REPO, SCHEDULER_CONFIG
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
@@ -48,6 +56,7 @@ def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFa
         capture_output=True,
     )
     (work / "webhook-port").write_text(str(webhook_port))
+    (work / "extender-port").write_text(str(port))
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     config = Template(SCHEDULER_CONFIG.read_text()).substitute(
         KUBECONFIG=kubeconfig,
@@ -456,3 +465,115 @@ async def test_online_boutique_is_released_in_order_and_lands_near_its_dependenc
     finally:
         for name in where:
             await core.delete_node(name)
+
+
+async def filter_call(work: Path, pod: dict[str, Any], names: list[str]) -> tuple[int, dict[str, Any]]:
+    """POST /filter to the running extender, as kube-scheduler does (once it is ready)."""
+    port = int((work / "extender-port").read_text())
+    async with aiohttp.ClientSession() as session:
+
+        async def ready() -> bool:
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
+                    return response.status == 200
+            except aiohttp.ClientConnectionError:
+                return False
+
+        await wait_for(ready, within=60, what="the extender ready")
+        body = {"Pod": pod, "NodeNames": names}
+        async with session.post(f"http://127.0.0.1:{port}/filter", json=body) as response:
+            return response.status, await response.json(content_type=None)
+
+
+def unbounded_nrt(name: str, owner_uid: str) -> dict[str, Any]:
+    """An NRT the CRD took before it had bounds: every quantity of zone node-0 is 1e999999."""
+    body = nrt(name, (8, 8), owner_uid)
+    for resource in body["zones"][0]["resources"]:
+        resource.update(capacity="1e999999", allocatable="1e999999", available="1e999999")
+    return body
+
+
+async def test_an_nrt_of_1e999999_fails_only_its_node_with_the_reason(
+    api: client.ApiClient, kubectl: list[str], namespace: str, extender_and_scheduler: Path
+) -> None:
+    """Issue 15 item 4: such an NRT made every /filter answer 500, stopping all toposched scheduling."""
+    await wait_default_service_account(api, namespace)
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    tag = uuid.uuid4().hex[:6]
+    names = [f"good-a-{tag}", f"good-b-{tag}", f"bad-{tag}"]
+    for name in names:
+        await ensure_kwok_node(api, name, {"toposched-test": tag})
+    try:
+        for name in names:
+            uid = (await core.read_node(name)).metadata.uid
+            body = unbounded_nrt(name, uid) if name.startswith("bad") else nrt(name, (4, 8), uid)
+            if name.startswith("bad"):
+                probe = unbounded_nrt(f"probe-{tag}", uid)
+                with crd_without_bounds(kubectl, "topology.node.k8s.io_noderesourcetopologies.yaml", probe):
+                    await create_accepted(
+                        lambda b=body: custom.create_cluster_custom_object(  # type: ignore[misc]
+                            "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", b
+                        )
+                    )
+            else:
+                await custom.create_cluster_custom_object(
+                    "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", body
+                )
+        pod = api.sanitize_for_serialization(guaranteed("p", 2, {"toposched-test": tag}))
+        pod["metadata"].update(namespace=namespace, uid=f"u-{tag}")
+
+        async def answered() -> Any:
+            status, answer = await filter_call(extender_and_scheduler, pod, names)
+            assert status == 200, answer  # before: 500 for every pod
+            return answer if names[2] in answer["FailedNodes"] else None
+
+        answer = await wait_for(answered, within=30, what="the extender's answer about the bad node")
+        assert answer["Error"] == ""
+        assert sorted(answer["NodeNames"]) == sorted(names[:2])
+        assert answer["FailedNodes"][names[2]].startswith(
+            f"toposched: invalid NodeResourceTopology {names[2]}: zones[0].resources[0].capacity: "
+            "'1e999999' is more than any machine has (at most 8Pi)"
+        )
+
+        # End to end: a pod binds to a good node, and the bad NRT has a Warning Event saying why.
+        await core.create_namespaced_pod(namespace, guaranteed("placed", 6, {"toposched-test": tag}))
+        bound = await wait_for(lambda: bound_node(api, namespace, "placed"), within=60, what="pod bound")
+        assert bound.spec.node_name in names[:2]
+
+        async def warned() -> Any:
+            events = await core.list_namespaced_event("default", field_selector=f"involvedObject.name={names[2]}")
+            return [e.message for e in events.items if e.reason == "InvalidObject"]
+
+        (message, *_) = await wait_for(warned, within=30, what="an InvalidObject Event on the bad NRT")
+        assert "NodeResourceTopology ignored by the scheduler extender: zones[0].resources[0].capacity" in message
+    finally:
+        for name in names:
+            await core.delete_node(name)
+
+
+async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
+    api: client.ApiClient, namespace: str, nodes: dict[str, str], extender_and_scheduler: Path
+) -> None:
+    """Issue 15 item 6: the apiserver accepts cpu 1e999999; the extender answered such a pod 500."""
+    await wait_default_service_account(api, namespace)
+    core = client.CoreV1Api(api)
+    body = guaranteed("greedy", 1, {"toposched-test": nodes["narrow"].split("-")[1]})
+    body.spec.containers[0].resources.limits = {"cpu": "1e999999", "memory": "1Gi"}
+    await core.create_namespaced_pod(namespace, body)
+    response = await core.read_namespaced_pod("greedy", namespace, _preload_content=False)
+    stored = json.loads(await response.read())  # the pod exactly as kube-scheduler sends it
+    assert stored["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1e999999"
+    status, answer = await filter_call(extender_and_scheduler, stored, list(nodes.values()))
+    assert status == 200
+    assert answer["Error"] == (  # the apiserver copied the limits to the requests, read first
+        "toposched: invalid pod: spec.containers[0].resources.requests.cpu: "
+        "'1e999999' is more than any machine has (at most 8Pi)"
+    )
+    assert answer["NodeNames"] == []
+
+    # The extender goes on answering the others.
+    good = api.sanitize_for_serialization(guaranteed("fine", 2, {}))
+    good["metadata"].update(namespace=namespace, uid="u-fine")
+    status, answer = await filter_call(extender_and_scheduler, good, list(nodes.values()))
+    assert (status, answer["Error"]) == (200, "")
+    assert sorted(answer["NodeNames"]) == sorted(nodes.values())

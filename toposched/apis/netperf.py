@@ -65,7 +65,7 @@ def parse(data: Mapping[str, str], percentile: str, nodes: Collection[str]) -> M
             try:
                 stamp = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
             except ValueError:
-                out.malformed[key] = f"not an RFC 3339 time: {raw!r}"
+                out.malformed[key] = f"not an RFC 3339 time: {_short(raw)}"
                 continue
             if pair is not None and stamp.tzinfo is not None:
                 out.measured_at[pair] = stamp
@@ -93,12 +93,19 @@ def parse(data: Mapping[str, str], percentile: str, nodes: Collection[str]) -> M
             out.malformed[key] = "origin and destination are the same node"
             continue
         text = raw.strip()
-        if not re.fullmatch(r"\d+", text):
-            out.malformed[key] = f"not a whole number of milliseconds: {raw!r}"
+        if not re.fullmatch(r"[0-9]+", text):  # ASCII digits: int() would also take "١٢"
+            out.malformed[key] = f"not a whole number of milliseconds: {_short(raw)}"
             continue
-        value = int(text)
-        if value > MAX_LATENCY_MS:
-            out.malformed[key] = f"{value} ms is not a plausible latency (limit {MAX_LATENCY_MS} ms)"
+        digits = text.lstrip("0") or "0"  # int() refuses thousands of digits, leading zeros included
+        if len(digits) > len(str(MAX_LATENCY_MS)) or int(digits) > MAX_LATENCY_MS:
+            shown = text if len(text) <= 40 else f"{text[:12]}... ({len(text)} digits)"
+            out.malformed[key] = f"{shown} ms is not a plausible latency (limit {MAX_LATENCY_MS} ms)"
             continue
+        value = int(digits)
         out.latency_ms[pair] = value
     return out
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """A value as a message quotes it: garbage can be megabytes long."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"

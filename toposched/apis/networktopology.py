@@ -1,29 +1,29 @@
 """NetworkTopology (``networktopology.diktyo.x-k8s.io/v1alpha1``): costs between regions and zones."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from toposched.apis.constants import NETWORKTOPOLOGY_GROUP, NETWORKTOPOLOGY_PLURAL, NETWORKTOPOLOGY_VERSION
 from toposched.apis.meta import CamelModel, Condition, KubeObject
-from toposched.apis.quantity import Quantity
+from toposched.apis.quantity import TotalBandwidth
 
 
 class CostInfo(CamelModel):
     destination: str
     network_cost: int = Field(ge=0)
-    bandwidth_capacity: Quantity | None = None
-    bandwidth_allocated: Quantity | None = None
+    bandwidth_capacity: TotalBandwidth | None = None
+    bandwidth_allocated: TotalBandwidth | None = None
     is_allowed: bool | None = None
 
 
 class OriginStatistics(CamelModel):
     """Statistics fields of newer networktopology-api releases; accepted and kept."""
 
-    min_bandwidth: Quantity | None = None
-    avg_bandwidth: Quantity | None = None
-    max_bandwidth: Quantity | None = None
+    min_bandwidth: TotalBandwidth | None = None
+    avg_bandwidth: TotalBandwidth | None = None
+    max_bandwidth: TotalBandwidth | None = None
     min_cost: int | None = None
     avg_cost: int | None = None
     max_cost: int | None = None
@@ -48,7 +48,18 @@ class WeightInfo(CamelModel):
 
 class NetworkTopologySpec(CamelModel):
     configmap_name: str
+    """Checked to be a ConfigMap name by the operator, not here: upstream's own example names one
+    that cannot exist (``netperfMetrics``), and the object must still be read and reported."""
     weights: list[WeightInfo]
+
+    @model_validator(mode="after")
+    def _unique_weights(self) -> Self:
+        seen: set[str] = set()
+        for weight in self.weights:
+            if weight.name in seen:
+                raise ValueError(f"weight name {weight.name!r} is listed twice")
+            seen.add(weight.name)
+        return self
 
 
 class NetworkTopologyStatus(CamelModel):

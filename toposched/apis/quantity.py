@@ -6,12 +6,15 @@ the numeric value comes from the Kubernetes client library's parser, not from a 
 
 import functools
 import importlib.util
+import re
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import ROUND_UP, Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeAlias
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, PlainValidator
+
+from toposched.apis.limits import MAX_BANDWIDTH, MAX_QUANTITY, MAX_QUANTITY_TEXT, show_limit
 
 
 def _load_parser() -> Callable[[Any], Any]:
@@ -36,12 +39,20 @@ def _load_parser() -> Callable[[Any], Any]:
 _parse_quantity = _load_parser()
 
 
-def parse_quantity(value: str | int | float | Decimal) -> Decimal:
+_SYNTAX = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+"""The apiserver's quantity syntax (the CRDs' pattern): ASCII digits, one suffix or exponent, no blanks."""
+NANO = Decimal("1e-9")
+HINT = "e.g. 100Mi, 1G, 1500m, 10e3"
+
+
+def parse_quantity(value: object) -> Decimal:
     """Return the exact value of a quantity such as ``"1500m"`` (1.5) or ``"1Gi"``.
 
-    Raises ValueError with the offending text when it is not a Kubernetes quantity.
+    Raises ValueError with the offending text when it is not a Kubernetes quantity, or when its
+    magnitude is beyond anything a machine has (``limits.MAX_QUANTITY``): no caller then meets an
+    exponent of a million. Per-resource bounds are ``limits.check_amount``'s.
     """
-    if isinstance(value, str | int):  # the same few spellings recur in every NRT and pod
+    if isinstance(value, str | int) and not isinstance(value, bool):  # the same few spellings recur
         return _parse_cached(value)
     return _parse(value)
 
@@ -51,17 +62,65 @@ def _parse_cached(value: str | int) -> Decimal:
     return _parse(value)  # Decimals are immutable: sharing one is safe
 
 
-def _parse(value: str | int | float | Decimal) -> Decimal:
+def _parse(value: object) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise ValueError(f"expected a quantity (a string or a number), not {type(value).__name__}")
+    shown = _shown(value)
+    if isinstance(value, str) and (len(value) > MAX_QUANTITY_TEXT or not _SYNTAX.fullmatch(value)):
+        raise ValueError(f"{shown} is not a Kubernetes quantity ({HINT})")
+    if isinstance(value, float):
+        value = Decimal(repr(value))  # 0.1 from a YAML file means 0.1, not the nearest binary fraction
     try:
-        return Decimal(_parse_quantity(value))
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 100Mi, 1G, 1500m, 10e3)") from exc
+        number = Decimal(_parse_quantity(value))
+    except ArithmeticError:  # an exponent beyond what decimal arithmetic holds
+        raise ValueError(f"{shown} is more than any machine has (at most {show_limit(MAX_QUANTITY)})") from None
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{shown} is not a Kubernetes quantity ({HINT})") from exc
+    if not number.is_finite():
+        raise ValueError(f"{shown} is not a Kubernetes quantity ({HINT})")
+    if number.copy_abs() > MAX_QUANTITY:  # copy_abs: no context, so no Overflow at any exponent
+        raise ValueError(f"{shown} is more than any machine has (at most {show_limit(MAX_QUANTITY)})")
+    if number.as_tuple().exponent < -9:  # type: ignore[operator]  # finite: an int
+        number = number.quantize(NANO, rounding=ROUND_UP)  # as the apiserver does: nothing finer than 1n
+    return number
 
 
-def _check(value: str | int) -> str | int:
+def _shown(value: object) -> str:
+    if isinstance(value, int) and value.bit_length() > 128:  # repr of a huge int is slow, or refused
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 64 else f"{text[:59]}...{text[-1]}"
+
+
+def _check(value: object) -> str | int:
+    """The value as written (a float from a YAML file becomes an int or a string), once it parses."""
     parse_quantity(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else str(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    assert isinstance(value, str | int)
     return value
 
 
-Quantity: TypeAlias = Annotated[str | int, AfterValidator(_check)]
-"""A quantity as written in the object (string or integer), checked to parse."""
+Quantity: TypeAlias = Annotated[str | int, PlainValidator(_check)]
+"""A quantity as written in the object (string or integer), checked to parse and to be within
+``limits.MAX_QUANTITY``; one readable error whatever the type (not one per union member)."""
+
+
+def _non_negative(limit: int, what: str) -> Callable[[str | int], str | int]:
+    def check(value: str | int) -> str | int:
+        number = parse_quantity(value)
+        if number < 0:
+            raise ValueError(f"{_shown(value)} is negative")
+        if number > limit:
+            raise ValueError(f"{_shown(value)} is more than {what} (at most {show_limit(limit)})")
+        return value
+
+    return check
+
+
+Bandwidth: TypeAlias = Annotated[Quantity, AfterValidator(_non_negative(MAX_BANDWIDTH, "any link carries"))]
+"""Bits per second between two pods or of one node: 0 to ``limits.MAX_BANDWIDTH``."""
+TotalBandwidth: TypeAlias = Annotated[Quantity, AfterValidator(_non_negative(MAX_QUANTITY, "any network carries"))]
+"""Bits per second summed over a zone or region: 0 to ``limits.MAX_QUANTITY``."""

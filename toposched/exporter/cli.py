@@ -110,6 +110,7 @@ async def _podresources(socket: Path) -> tuple[object, object]:
 def run_nrt(args: argparse.Namespace) -> int:
     import yaml
 
+    from toposched.apis.errors import describe
     from toposched.exporter import checkpoints
     from toposched.exporter.kubeletconfig import KubeletConfigError, load
     from toposched.exporter.podresources.client import PodResourcesError
@@ -130,17 +131,22 @@ def run_nrt(args: argparse.Namespace) -> int:
     found = checkpoints.read(args.kubelet_state_dir) if args.kubelet_state_dir is not None else None
     for problem in found.problems if found is not None else ():
         print(f"toposched nrt: warning: ignoring a kubelet checkpoint: {problem}", file=sys.stderr)
-    nrt = build(
-        Inputs(
-            node=args.node,
-            machine=machine,
-            kubelet=kubelet,
-            allocatable=allocatable,  # type: ignore[arg-type]
-            pods=pods,  # type: ignore[arg-type]
-            fingerprint_method=args.fingerprint_method,
-            checkpoints=found,
+    try:
+        nrt = build(
+            Inputs(
+                node=args.node,
+                machine=machine,
+                kubelet=kubelet,
+                allocatable=allocatable,  # type: ignore[arg-type]
+                pods=pods,  # type: ignore[arg-type]
+                fingerprint_method=args.fingerprint_method,
+                checkpoints=found,
+            )
         )
-    )
+    except ValueError as exc:  # e.g. the kubelet reports more memory than a machine has
+        for problem in describe(exc).split("; "):
+            print(f"toposched nrt: not a NodeResourceTopology: {problem}", file=sys.stderr)
+        return 1
     document = nrt.to_dict()
     print(
         json.dumps(document, indent=2) if args.output == "json" else yaml.safe_dump(document, sort_keys=False),

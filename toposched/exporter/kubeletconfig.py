@@ -9,10 +9,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.sysfs import SysfsError, parse_cpulist
+from toposched.kube.files import InputError, load_yaml, read_text
 
 DEFAULT_EVICTION_MEMORY = Decimal(100 * 2**20)
 """The kubelet's default evictionHard memory.available."""
@@ -44,46 +44,82 @@ class KubeletConfig:
         return total + (self.eviction_memory if resource == "memory" else Decimal(0))
 
 
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+SCOPES = ("container", "pod")
+CPU_POLICIES = ("none", "static")
+MEMORY_POLICIES = ("None", "Static")
+
+
 def _quantities(raw: Any, where: str) -> dict[str, Decimal]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise KubeletConfigError(f"{where}: expected a map of resource quantities")
     try:
-        return {str(k): parse_quantity(v) for k, v in raw.items()}
+        return {str(k): check_amount(str(k), parse_quantity(v)) for k, v in raw.items()}
     except ValueError as exc:
         raise KubeletConfigError(f"{where}: {exc}") from None
 
 
+def _choice(data: dict[str, Any], key: str, choices: tuple[str, ...], source: str) -> str:
+    """The field's value, which must be one the kubelet knows (it refuses to start otherwise)."""
+    value = data.get(key) or choices[0]
+    if value not in choices:
+        shown = repr(value) if isinstance(value, str) and len(value) <= 40 else f"a {type(value).__name__}"
+        raise KubeletConfigError(f"{source}: {key}: {shown} is not one of {', '.join(choices)}")
+    return str(value)
+
+
+def _map(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise KubeletConfigError(f"{source}: {key}: expected a map")
+    return value
+
+
 def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
     reserved_memory: dict[int, dict[str, Decimal]] = {}
-    for i, entry in enumerate(data.get("reservedMemory") or []):
-        try:
-            numa = int(entry["numaNode"])
-        except (KeyError, TypeError, ValueError):
-            raise KubeletConfigError(f"{source}: reservedMemory[{i}] has no numaNode") from None
+    entries = data.get("reservedMemory") or []
+    if not isinstance(entries, list):
+        raise KubeletConfigError(f"{source}: reservedMemory: expected a list")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or entry.get("numaNode") is None:
+            raise KubeletConfigError(f"{source}: reservedMemory[{i}] has no numaNode")
+        numa = entry["numaNode"]
+        if isinstance(numa, bool) or not isinstance(numa, int) or not 0 <= numa < MAX_NUMA_NODES:
+            raise KubeletConfigError(f"{source}: reservedMemory[{i}].numaNode: {numa!r:.40} is not a NUMA node id")
         reserved_memory[numa] = _quantities(entry.get("limits"), f"{source}: reservedMemory[{i}].limits")
     # The kubelet's default threshold applies only when evictionHard is absent, or when
     # mergeDefaultEvictionSettings fills in the signals it leaves out.
-    hard = data.get("evictionHard")
     eviction = DEFAULT_EVICTION_MEMORY
-    if isinstance(hard, dict):
+    if data.get("evictionHard") is not None:
+        hard = _map(data, "evictionHard", source)
         if "memory.available" in hard:
-            value = str(hard["memory.available"])
-            eviction = Decimal(0) if value.endswith("%") else parse_quantity(value)
+            value = hard["memory.available"]
+            if isinstance(value, str) and value.endswith("%"):
+                eviction = Decimal(0)
+            else:
+                eviction = _quantities({"memory": value}, f"{source}: evictionHard.memory.available")["memory"]
         elif not data.get("mergeDefaultEvictionSettings"):
             eviction = Decimal(0)
-    options = data.get("topologyManagerPolicyOptions") or {}
+    options = _map(data, "topologyManagerPolicyOptions", source)
+    if not all(isinstance(v, str | int | float | bool) for v in options.values()):
+        raise KubeletConfigError(f"{source}: topologyManagerPolicyOptions: expected a map of strings")
+    cpus = data.get("reservedSystemCPUs") or ""
+    if not isinstance(cpus, str | int) or isinstance(cpus, bool):
+        raise KubeletConfigError(f"{source}: reservedSystemCPUs: expected a CPU list such as 0-1")
     try:
-        reserved_cpus = parse_cpulist(str(data.get("reservedSystemCPUs") or ""), f"{source}: reservedSystemCPUs")
+        reserved_cpus = parse_cpulist(str(cpus), f"{source}: reservedSystemCPUs")
     except SysfsError as exc:
         raise KubeletConfigError(str(exc)) from None
     return KubeletConfig(
-        topology_manager_policy=str(data.get("topologyManagerPolicy") or "none"),
-        topology_manager_scope=str(data.get("topologyManagerScope") or "container"),
-        topology_manager_policy_options={str(k): str(v) for k, v in options.items()},
-        cpu_manager_policy=str(data.get("cpuManagerPolicy") or "none"),
-        memory_manager_policy=str(data.get("memoryManagerPolicy") or "None"),
+        topology_manager_policy=_choice(data, "topologyManagerPolicy", TOPOLOGY_POLICIES, source),
+        topology_manager_scope=_choice(data, "topologyManagerScope", SCOPES, source),
+        topology_manager_policy_options={
+            str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()
+        },
+        cpu_manager_policy=_choice(data, "cpuManagerPolicy", CPU_POLICIES, source),
+        memory_manager_policy=_choice(data, "memoryManagerPolicy", MEMORY_POLICIES, source),
         reserved_system_cpus=reserved_cpus,
         reserved_memory=reserved_memory,
         system_reserved=_quantities(data.get("systemReserved"), f"{source}: systemReserved"),
@@ -93,16 +129,20 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
     )
 
 
+def _option(value: object) -> str:
+    """As the kubelet spells it (a YAML ``true`` is the string ``true``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def load(path: Path | None) -> KubeletConfig:
     """The configuration in ``path``; the kubelet's defaults when no path is given."""
     if path is None:
         return KubeletConfig()
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise KubeletConfigError(f"{path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise KubeletConfigError(f"{path}: not YAML: {exc}") from None
+        documents = load_yaml(read_text(path), str(path))
+    except InputError as exc:
+        raise KubeletConfigError(str(exc)) from None
+    data = documents[0] if len(documents) == 1 else None
     if not isinstance(data, dict) or data.get("kind") not in (None, "KubeletConfiguration"):
         raise KubeletConfigError(f"{path}: not a KubeletConfiguration")
     return parse(data, str(path))

@@ -7,13 +7,33 @@ Facts the parser relies on (and the reference exporters got wrong):
 - Hugepages of every size count (2Mi, 1Gi, 64Ki, 32Mi ...), from ``nr_hugepages`` x size.
 - A kernel without NUMA support has no ``devices/system/node``: the whole machine is node 0.
 A missing optional file gives a documented default and a warning; a garbled one a SysfsError
-naming the file and its content.
+naming the file and its content, or (for what only refines the picture: NIC speed, device NUMA
+affinity, distances, unusual huge page sizes) a warning and "unknown". Every value is checked
+against what a real machine can have (``apis.limits``), and every file is read bounded in size,
+only when it is a regular file (a FIFO or a device in the tree cannot block the reader).
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toposched.apis.limits import (
+    HUGEPAGE_SIZES_KB,
+    LOCAL_DISTANCE,
+    MAX_CPUS,
+    MAX_MEMORY,
+    MAX_NIC_SPEED_MBPS,
+    MAX_NUMA_DISTANCE,
+    MAX_NUMA_NODES,
+    MAX_SYSFS_FILE_BYTES,
+)
+from toposched.kube.files import InputError, read_optional
+
+_RANGE = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+"""ASCII digits only: int() also takes other Unicode digits (``٣``), underscores and blanks."""
+_NODE_DIR = re.compile(r"node(0|[1-9][0-9]{0,3})")
 BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
@@ -60,23 +80,28 @@ class Machine:
         return {cpu: node.id for node in self.nodes for cpu in node.cpus}
 
 
-def parse_cpulist(text: str, where: str = "cpulist") -> tuple[int, ...]:
-    """``0-3,8,10-11`` -> (0, 1, 2, 3, 8, 10, 11); an empty list is valid (a CPU-less node)."""
-    out: list[int] = []
+def parse_cpulist(text: str, where: str = "cpulist", limit: int = MAX_CPUS) -> tuple[int, ...]:
+    """``0-3,8,10-11`` -> (0, 1, 2, 3, 8, 10, 11); an empty list is valid (a CPU-less node).
+
+    Ids are below ``limit`` (CPUs, or NUMA nodes): ``0-99999999`` is garbage, not a machine."""
+    out: set[int] = set()
     text = text.strip()
     if not text:
         return ()
+    if len(text) > MAX_SYSFS_FILE_BYTES:
+        raise SysfsError(f"{where}: not a CPU list (too long)")
     for part in text.split(","):
-        lo, sep, hi = part.strip().partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
-            raise SysfsError(f"{where}: {text!r} is not a CPU list") from None
-        if first < 0 or last < first:
-            raise SysfsError(f"{where}: {text!r} is not a CPU list")
-        out.extend(range(first, last + 1))
-    return tuple(sorted(set(out)))
+        match = _RANGE.fullmatch(part.strip())
+        if match is None:
+            raise SysfsError(f"{where}: {_short(text)} is not a CPU list")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last < first:
+            raise SysfsError(f"{where}: {_short(text)} is not a CPU list")
+        if last >= limit:
+            raise SysfsError(f"{where}: {_short(text)} names id {last}, beyond the largest a machine has ({limit - 1})")
+        out.update(range(first, last + 1))
+    return tuple(sorted(out))
 
 
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
@@ -102,33 +127,54 @@ def hugepage_resource(size_kb: int) -> str:
     return f"hugepages-{size}"
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """A file's content as a message quotes it: garbage can be long."""
+    text = text.strip()
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def _read(path: Path) -> str | None:
+    """The file's text, None when it does not exist; SysfsError naming it when it is not a small
+    regular text file (a FIFO, a directory or a device where an attribute should be)."""
     try:
-        return path.read_text()
-    except (FileNotFoundError, NotADirectoryError):
+        return read_optional(path, MAX_SYSFS_FILE_BYTES)
+    except InputError as exc:
+        raise SysfsError(str(exc)) from None
+
+
+def _int(path: Path, text: str, low: int = 0, high: int = MAX_MEMORY) -> int:
+    stripped = text.strip()
+    if not _INTEGER.fullmatch(stripped):
+        raise SysfsError(f"{path}: {_short(stripped)} is not a number")
+    value = int(stripped)
+    if not low <= value <= high:
+        raise SysfsError(f"{path}: {value} is out of range ({low} to {high})")
+    return value
+
+
+def _optional_int(text: str | None) -> int | None:
+    """A number in a file whose absence or garbage only means "unknown" (NIC speed, numa_node)."""
+    if text is None or not _INTEGER.fullmatch(text.strip()):
         return None
+    return int(text.strip())
 
 
-def _int(path: Path, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise SysfsError(f"{path}: {text.strip()!r} is not a number") from None
-
-
-def _hugepages(directory: Path) -> dict[str, int]:
+def _hugepages(directory: Path, warnings: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     if not directory.is_dir():
         return found
     for entry in sorted(directory.glob("hugepages-*kB")):
         size_text = entry.name.removeprefix("hugepages-").removesuffix("kB")
-        if not size_text.isdigit():
+        size_kb = int(size_text) if _INTEGER.fullmatch(size_text) and len(size_text) < 12 else None
+        if size_kb not in HUGEPAGE_SIZES_KB:
+            warnings.append(f"{entry}: not a huge page size Linux has; ignored")
             continue
+        assert size_kb is not None
         count_path = entry / "nr_hugepages"
         text = _read(count_path)
         if text is None:
             continue
-        found[hugepage_resource(int(size_text))] = _int(count_path, text) * int(size_text) * 1024
+        found[hugepage_resource(size_kb)] = _int(count_path, text, high=MAX_MEMORY // (size_kb * 1024)) * size_kb * 1024
     return found
 
 
@@ -138,12 +184,14 @@ def _meminfo_total(path: Path, text: str) -> int:
         key, _, value = line.partition(":")
         if key.split()[-1:] == ["MemTotal"]:
             number, _, unit = value.strip().partition(" ")
-            factor = 1024 if unit.strip() == "kB" else 1
-            return _int(path, number) * factor
+            factor = {"kB": 1024, "": 1}.get(unit.strip())
+            if factor is None:
+                raise SysfsError(f"{path}: MemTotal in {_short(unit)}, not kB")
+            return _int(path, number, high=MAX_MEMORY // factor) * factor
     raise SysfsError(f"{path}: no MemTotal line")
 
 
-def _read_nics(root: Path) -> list[Nic]:
+def _read_nics(root: Path, warnings: list[str]) -> list[Nic]:
     nics: list[Nic] = []
     net = root / "class" / "net"
     if not net.is_dir():
@@ -153,24 +201,58 @@ def _read_nics(root: Path) -> list[Nic]:
             continue  # virtual interfaces (lo, bridges, veth) have no device
         speed = None
         text = _read(iface / "speed")
-        if text is not None and text.strip().lstrip("-").isdigit() and int(text) > 0:
-            speed = int(text) * 1_000_000  # sysfs speaks Mb/s
-        numa_text = _read(iface / "device" / "numa_node")
-        numa = int(numa_text) if numa_text and numa_text.strip().lstrip("-").isdigit() else None
-        nics.append(Nic(iface.name, speed, numa if numa is not None and numa >= 0 else None))
+        mbps = _optional_int(text)
+        if mbps is not None and 0 < mbps <= MAX_NIC_SPEED_MBPS:
+            speed = mbps * 1_000_000  # sysfs speaks Mb/s
+        elif text is not None and mbps != -1:  # -1: link down or speed unknown, as the kernel says
+            warnings.append(f"{iface / 'speed'}: {_short(text)} is not a link speed in Mb/s; speed unknown")
+        nics.append(Nic(iface.name, speed, _numa_node(iface / "device" / "numa_node", warnings)))
     return nics
 
 
-def _read_pci(root: Path) -> list[PciDevice]:
+def _numa_node(path: Path, warnings: list[str]) -> int | None:
+    """A device's NUMA node; None when the firmware gives none (-1) or the file says nothing usable."""
+    text = _read(path)
+    numa = _optional_int(text)
+    if numa is not None and 0 <= numa < MAX_NUMA_NODES:
+        return numa
+    if text is not None and numa != -1:
+        warnings.append(f"{path}: {_short(text)} is not a NUMA node; no affinity assumed")
+    return None
+
+
+def _read_pci(root: Path, warnings: list[str]) -> list[PciDevice]:
     devices: list[PciDevice] = []
     pci = root / "bus" / "pci" / "devices"
     if not pci.is_dir():
         return devices
     for dev in sorted(pci.iterdir()):
-        text = _read(dev / "numa_node")
-        numa = int(text) if text and text.strip().lstrip("-").isdigit() else None
-        devices.append(PciDevice(dev.name, numa if numa is not None and numa >= 0 else None))
+        devices.append(PciDevice(dev.name, _numa_node(dev / "numa_node", warnings)))
     return devices
+
+
+def _distances(path: Path, text: str, me: int, ids: list[int], warnings: list[str]) -> dict[int, int]:
+    """A node's row of the distance table (positions are the online nodes in order); empty, with a
+    warning, when it is not one a firmware may give (ACPI SLIT: 10 to itself, 11..255 to others)."""
+    row = text.split()
+    if len(row) != len(ids):
+        warnings.append(f"{path}: {len(row)} values for {len(ids)} online nodes; costs omitted")
+        return {}
+    distances = {}
+    for other, value in zip(ids, row, strict=True):
+        distance = _optional_int(value)
+        if other == me:
+            valid = distance == LOCAL_DISTANCE
+        else:
+            valid = distance is not None and LOCAL_DISTANCE < distance <= MAX_NUMA_DISTANCE
+        if distance is None or not valid:
+            warnings.append(
+                f"{path}: {_short(value)} is not a distance to node {other} "
+                f"({LOCAL_DISTANCE} to itself, {LOCAL_DISTANCE + 1} to {MAX_NUMA_DISTANCE} to others); costs omitted"
+            )
+            return {}
+        distances[other] = distance
+    return distances
 
 
 def read_machine(root: Path, total_memory: Callable[[], int] | None = None, proc: Path | None = None) -> Machine:
@@ -183,18 +265,20 @@ def read_machine(root: Path, total_memory: Callable[[], int] | None = None, proc
     online_cpus_text = _read(system / "cpu" / "online")
     online_cpus = set(parse_cpulist(online_cpus_text, str(system / "cpu" / "online"))) if online_cpus_text else None
     node_dir = system / "node"
-    nics, pci = _read_nics(root), _read_pci(root)
-    if not node_dir.is_dir():
-        return _without_numa(root, online_cpus, total_memory, proc, nics, pci)
-
     warnings: list[str] = []
+    nics, pci = _read_nics(root, warnings), _read_pci(root, warnings)
+    if not node_dir.is_dir():
+        return _without_numa(root, online_cpus, total_memory, proc, nics, pci, warnings)
+
     online_text = _read(node_dir / "online")
     if online_text is not None:
-        ids = list(parse_cpulist(online_text, str(node_dir / "online")))
+        ids = list(parse_cpulist(online_text, str(node_dir / "online"), limit=MAX_NUMA_NODES))
     else:
-        ids = sorted(int(d.name[4:]) for d in node_dir.glob("node[0-9]*") if d.name[4:].isdigit())
+        present = (_NODE_DIR.fullmatch(d.name) for d in node_dir.glob("node[0-9]*"))
+        ids = sorted(n for match in present if match and (n := int(match.group(1))) < MAX_NUMA_NODES)
         warnings.append(f"{node_dir / 'online'} missing; using the node directories present")
     nodes = []
+    owner: dict[int, int] = {}
     for nid in ids:
         d = node_dir / f"node{nid}"
         if not d.is_dir():
@@ -204,24 +288,33 @@ def read_machine(root: Path, total_memory: Callable[[], int] | None = None, proc
         cpus = parse_cpulist(cpu_text, str(d / "cpulist")) if cpu_text is not None else ()
         if online_cpus is not None:
             cpus = tuple(c for c in cpus if c in online_cpus)
+        for cpu in cpus:  # a CPU belongs to one node: two claims make a machine that cannot be
+            if owner.setdefault(cpu, nid) != nid:
+                raise SysfsError(f"{d / 'cpulist'}: CPU {cpu} is also listed by node{owner[cpu]}")
         meminfo = _read(d / "meminfo")
         if meminfo is None:
             warnings.append(f"{d / 'meminfo'} missing; node {nid} memory taken as 0")
             memory = 0
         else:
             memory = _meminfo_total(d / "meminfo", meminfo)
-        distances: dict[int, int] = {}
         distance_text = _read(d / "distance")
-        if distance_text is not None:
-            row = distance_text.split()
-            if len(row) == len(ids):
-                distances = {other: _int(d / "distance", value) for other, value in zip(ids, row, strict=True)}
-            else:
-                warnings.append(f"{d / 'distance'}: {len(row)} values for {len(ids)} online nodes; costs omitted")
-        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages"), distances))
+        distances = _distances(d / "distance", distance_text, nid, ids, warnings) if distance_text is not None else {}
+        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages", warnings), distances))
     if not nodes:
         raise SysfsError(f"{node_dir}: no online NUMA node found")
+    _within_one_machine(node_dir, nodes)
     return Machine(numa=True, nodes=nodes, nics=nics, pci_devices=pci, warnings=warnings)
+
+
+def _within_one_machine(where: Path, nodes: list[NumaNode]) -> None:
+    """The nodes together: no more memory, or huge pages of one size, than a machine can hold."""
+    totals = {"memory": sum(n.memory_bytes for n in nodes)}
+    for n in nodes:
+        for name, size in n.hugepages.items():
+            totals[name] = totals.get(name, 0) + size
+    for name, total in totals.items():
+        if total > MAX_MEMORY:
+            raise SysfsError(f"{where}: the nodes together have {total} bytes of {name}, more than a machine holds")
 
 
 def _without_numa(
@@ -231,8 +324,9 @@ def _without_numa(
     proc: Path | None,
     nics: list[Nic],
     pci: list[PciDevice],
+    warnings: list[str],
 ) -> Machine:
-    warnings = ["no NUMA support in this kernel (no devices/system/node): the machine is one zone, node-0"]
+    warnings.insert(0, "no NUMA support in this kernel (no devices/system/node): the machine is one zone, node-0")
     if online_cpus is None:
         raise SysfsError(f"{root / 'devices/system/cpu/online'} missing: cannot tell which CPUs exist")
     memory = None
@@ -244,6 +338,9 @@ def _without_numa(
         if total_memory is None:
             raise SysfsError("no meminfo found for a kernel without NUMA")
         memory = total_memory()
-    hugepages = _hugepages(root / "kernel" / "mm" / "hugepages")
-    node = NumaNode(0, tuple(sorted(online_cpus)), memory, hugepages, {0: 10})
+    if not 0 <= memory <= MAX_MEMORY:
+        raise SysfsError(f"total memory of {memory} bytes is not a machine's")
+    hugepages = _hugepages(root / "kernel" / "mm" / "hugepages", warnings)
+    node = NumaNode(0, tuple(sorted(online_cpus)), memory, hugepages, {0: LOCAL_DISTANCE})
+    _within_one_machine(root, [node])
     return Machine(numa=False, nodes=[node], nics=nics, pci_devices=pci, warnings=warnings)

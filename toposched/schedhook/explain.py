@@ -10,10 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.kube.files import InputError, manifests
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,21 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def documents(path: Path | None) -> list[dict[str, Any]]:
-    if path is None:
-        return []
-    out: list[dict[str, Any]] = []
-    for doc in yaml.safe_load_all(path.read_text()):
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
-            out.extend(doc.get("items") or [])
-        elif isinstance(doc, dict):
-            out.append(doc)
-    return out
+    return [] if path is None else manifests(path)
 
 
 def run(args: argparse.Namespace) -> int:
     from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
+    from toposched.schedhook.placement.parse import parse_pod
     from toposched.schedhook.placement.score import STRATEGIES
-    from toposched.schedhook.placement.snapshot import snapshot
+    from toposched.schedhook.placement.snapshot import object_name, snapshot
 
     if args.strategy not in STRATEGIES:
         print(f"toposched explain: --strategy must be one of {', '.join(STRATEGIES)}", file=sys.stderr)
@@ -51,21 +42,29 @@ def run(args: argparse.Namespace) -> int:
     try:
         pods = documents(args.pod)
         if len(pods) != 1:
-            raise ValueError(f"expected one pod in {args.pod}, found {len(pods)}")
+            raise InputError(f"{args.pod}: expected one pod, found {len(pods)}")
+        try:
+            parse_pod(pods[0])
+        except ValueError as exc:
+            raise InputError(f"{args.pod}: {exc}") from None
         nodes = documents(args.nodes)
-        nrts = documents(args.nrt)
         snap = snapshot(
             nodes=nodes,
-            nrts=nrts,
+            nrts=documents(args.nrt),
             appgroups=documents(args.appgroup),
             networktopologies=documents(args.networktopology),
             pods=documents(args.pods),
             weights_name=args.weights_name,
         )
-    except (OSError, yaml.YAMLError, ValueError, KeyError, ValidationError) as exc:
+    except InputError as exc:
         print(f"toposched explain: {exc}", file=sys.stderr)
         return 1
-    candidates = [n["metadata"]["name"] for n in nodes] or sorted(snap.nrts)
+    files = {"Node": args.nodes, "NodeResourceTopology": args.nrt, "AppGroup": args.appgroup}
+    for kind, message in snap.skipped:
+        where = files.get(kind, args.networktopology)
+        print(f"toposched explain: warning: {where}: skipped {kind} {message}", file=sys.stderr)
+    named = [name for n in nodes if (name := object_name(n)) is not None]
+    candidates = named or sorted({*snap.nrts, *snap.invalid})
     results = evaluate_pod(pods[0], candidates, snap, PlacementConfig(numa_strategy=args.strategy))
     if args.output == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from toposched.apis.appgroup import AppGroup, SortingAlgorithm
+from toposched.apis.errors import problems
+from toposched.apis.limits import MAX_FILE_BYTES
+from toposched.kube.files import InputError, manifests
 from toposched.operators.appgroup.toposort import InvalidSpecError, build_graph, describe_cycles, sort_graph
 
 
@@ -28,11 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> dict[str, Any]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    appgroups = [d for d in documents if isinstance(d, dict) and d.get("kind") == "AppGroup"]
+    if path == "-":  # bounded like a file: one character more than the limit says it is too large
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        if len(text) > MAX_FILE_BYTES:
+            raise InputError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+        documents = manifests(Path(path), text)
+    else:
+        documents = manifests(Path(path))
+    appgroups = [d for d in documents if d.get("kind") == "AppGroup"]
     if len(appgroups) != 1:
-        raise ValueError(f"expected exactly one AppGroup in {path}, found {len(appgroups)}")
+        raise InputError(f"expected exactly one AppGroup in {path}, found {len(appgroups)}")
     return appgroups[0]
 
 
@@ -40,7 +47,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         appgroup = AppGroup.from_dict(_load(args.file))
         graph = build_graph(appgroup.spec)
-    except (OSError, yaml.YAMLError, ValueError, ValidationError, InvalidSpecError) as exc:
+    except ValidationError as exc:
+        for problem in problems(exc):
+            print(f"toposched order: {args.file}: {problem}", file=sys.stderr)
+        return 1
+    except (InputError, InvalidSpecError) as exc:
         print(f"toposched order: {args.file}: {exc}", file=sys.stderr)
         return 1
     algorithm = SortingAlgorithm(args.algorithm) if args.algorithm else appgroup.spec.topology_sorting_algorithm

@@ -25,9 +25,11 @@ from toposched.apis.constants import (
     OPERATOR_COMPONENT,
     WORKLOAD_LABEL,
 )
+from toposched.apis.errors import describe
 from toposched.kube import events
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView, pod_view, reconcile
+from toposched.operators.invalid import report_invalid
 from toposched.operators.runtime import Coalescer, Runtime
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class AppGroupReconciler:
         # Last status written per object uid: an index may lag our own write by one event.
         self.last_written: dict[str, dict[str, Any]] = {}
         self.ready: dict[str, tuple[str, str]] = {}
+        self.invalid: dict[str, str] = {}
+        """uid -> the InvalidSpec message last reported for an AppGroup that cannot be read."""
 
     async def reconcile_all(self) -> None:
         for key in list(self.bodies):
@@ -77,8 +81,7 @@ class AppGroupReconciler:
         try:
             appgroup = AppGroup.from_dict(body)
         except ValidationError as exc:
-            metrics.RECONCILE_ERRORS.labels("AppGroup", "Unparseable").inc()
-            logger.error("AppGroup %s/%s cannot be read: %s", *key, exc)
+            await report_invalid(self.runtime, AppGroup, key, body, describe(exc), self.invalid)
             return
         now = datetime.now(UTC).replace(microsecond=0)
         result = reconcile(appgroup, self.pods.get(key, []), now)
@@ -113,6 +116,7 @@ class AppGroupReconciler:
     def forget(self, uid: str, key: Key) -> None:
         self.last_written.pop(uid, None)
         self.ready.pop(uid, None)
+        self.invalid.pop(uid, None)
         self.coalescer.forget(key)
         self._publish_gauge()
 

@@ -13,8 +13,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from toposched.apis.errors import problems
 from toposched.apis.netperf import PERCENTILES, parse
 from toposched.apis.networktopology import NetworkTopology
+from toposched.kube.files import InputError, manifests
 from toposched.operators.networktopology.costs import NodeInfo, compute, node_info
 
 
@@ -28,37 +30,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
 
 
-def _documents(path: str) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for doc in yaml.safe_load_all(Path(path).read_text()):
-        if isinstance(doc, dict) and doc.get("kind", "").endswith("List"):
-            docs.extend(doc.get("items") or [])
-        elif isinstance(doc, dict):
-            docs.append(doc)
-    return docs
-
-
 def _one(path: str, kind: str) -> dict[str, Any]:
-    found = [d for d in _documents(path) if d.get("kind") == kind]
+    found = [d for d in manifests(Path(path)) if d.get("kind") == kind]
     if len(found) != 1:
-        raise ValueError(f"expected exactly one {kind} in {path}, found {len(found)}")
+        raise InputError(f"expected exactly one {kind} in {path}, found {len(found)}")
     return found[0]
+
+
+def _data(path: str, configmap: dict[str, Any]) -> dict[str, str]:
+    """The ConfigMap's data; values as the apiserver would hold them (strings)."""
+    data = configmap.get("data") or {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: data: expected a map of keys to strings")
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict | list) or value is None:
+            raise InputError(f"{path}: data.{key}: expected a string")
+        out[str(key)] = str(value)
+    return out
+
+
+def _nodes(path: str) -> list[NodeInfo]:
+    nodes: list[NodeInfo] = []
+    for i, node in enumerate(manifests(Path(path))):
+        if node.get("kind") != "Node":
+            continue
+        meta, status = node.get("metadata") or {}, node.get("status") or {}
+        name = meta.get("name") if isinstance(meta, dict) else None
+        labels = meta.get("labels") or {} if isinstance(meta, dict) else None
+        capacity = status.get("capacity") or {} if isinstance(status, dict) else None
+        where = f"{path}: Node {name if isinstance(name, str) else f'#{i + 1}'}"
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}: metadata.name: expected a name")
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            raise InputError(f"{where}: metadata.labels: expected a map of strings")
+        if not isinstance(capacity, dict):
+            raise InputError(f"{where}: status.capacity: expected a map of quantities")
+        nodes.append(node_info(name, labels, capacity, warn=lambda why: _warn(f"{path}: {why}")))
+    return nodes
+
+
+def _warn(message: str) -> None:
+    print(f"toposched netcost: warning: {message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        nt = NetworkTopology.from_dict(_one(args.networktopology, "NetworkTopology"))
-        data = _one(args.configmap, "ConfigMap").get("data") or {}
-        nodes: list[NodeInfo] = []
-        for node in _documents(args.nodes):
-            if node.get("kind") == "Node":
-                meta = node.get("metadata") or {}
-                capacity = (node.get("status") or {}).get("capacity") or {}
-                nodes.append(node_info(meta["name"], meta.get("labels") or {}, capacity))
-    except (OSError, yaml.YAMLError, ValueError, KeyError, ValidationError) as exc:
-        print(f"toposched netcost: {exc}", file=sys.stderr)
+        try:
+            nt = NetworkTopology.from_dict(_one(args.networktopology, "NetworkTopology"))
+        except ValidationError as exc:
+            raise InputError("\n".join(f"{args.networktopology}: {p}" for p in problems(exc))) from None
+        data = _data(args.configmap, _one(args.configmap, "ConfigMap"))
+        nodes = _nodes(args.nodes)
+    except InputError as exc:
+        for line in str(exc).splitlines():
+            print(f"toposched netcost: {line}", file=sys.stderr)
         return 1
-    measurements = parse({str(k): str(v) for k, v in data.items()}, args.percentile, [n.name for n in nodes])
+    measurements = parse(data, args.percentile, [n.name for n in nodes])
     computed = compute(nodes, measurements, nt.spec.weights)
     document: dict[str, Any] = {
         "weights": [computed.weight.to_dict()],

@@ -10,12 +10,13 @@
 import logging
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from toposched.apis.constants import NODE_BANDWIDTH_RESOURCE, REGION_LABEL, WEIGHT_NETPERF, ZONE_LABEL
+from toposched.apis.limits import MAX_QUANTITY, check_bandwidth
 from toposched.apis.netperf import Measurements
 from toposched.apis.networktopology import CostInfo, OriginInfo, TopologyInfo, WeightInfo
 from toposched.apis.quantity import parse_quantity
@@ -72,16 +73,19 @@ class Computed:
 Pair = tuple[str, str]
 
 
-def node_info(name: str, labels: Mapping[str, str], capacity: Mapping[str, str]) -> NodeInfo:
+def node_info(
+    name: str, labels: Mapping[str, str], capacity: Mapping[str, str], warn: Callable[[str], None] | None = None
+) -> NodeInfo:
     """A node as the costs see it: its region and zone labels and the bandwidth it advertises
-    (status.capacity of the extended resource network.aware.com/bandwidth)."""
+    (status.capacity of the extended resource network.aware.com/bandwidth); a bandwidth that is
+    not one is ignored, and ``warn`` (else the log) told why."""
     bandwidth = None
     raw = capacity.get(NODE_BANDWIDTH_RESOURCE)
     if raw:
         try:
-            bandwidth = parse_quantity(raw)
-        except ValueError:
-            logger.warning("node %s: ignoring %s=%r (not a quantity)", name, NODE_BANDWIDTH_RESOURCE, raw)
+            bandwidth = check_bandwidth(parse_quantity(raw))
+        except ValueError as exc:
+            (warn or logger.warning)(f"node {name}: ignoring {NODE_BANDWIDTH_RESOURCE} ({exc})")
     return NodeInfo(name=name, region=labels.get(REGION_LABEL), zone=labels.get(ZONE_LABEL), bandwidth=bandwidth)
 
 
@@ -175,6 +179,9 @@ def allocated_bandwidth(
 
 
 def _quantity(value: Decimal) -> str | int:
+    """As the NetworkTopology holds it; a sum beyond what the CRD takes saturates (it is more than
+    any network carries either way, so no placement changes)."""
+    value = min(value, Decimal(MAX_QUANTITY))
     return int(value) if value == value.to_integral_value() else str(value)
 
 

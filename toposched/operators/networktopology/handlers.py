@@ -27,12 +27,14 @@ from toposched.apis.constants import (
     NETWORKTOPOLOGY_VERSION,
     OPERATOR_COMPONENT,
 )
+from toposched.apis.errors import describe
 from toposched.apis.netperf import parse
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.quantity import parse_quantity
 from toposched.kube import events
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView
+from toposched.operators.invalid import report_invalid
 from toposched.operators.networktopology.costs import (
     Dependency,
     NodeInfo,
@@ -41,7 +43,7 @@ from toposched.operators.networktopology.costs import (
     compute,
     node_info,
 )
-from toposched.operators.networktopology.status import Outcome, reconcile
+from toposched.operators.networktopology.status import Outcome, configmap_name_problem, reconcile
 from toposched.operators.runtime import Coalescer, Runtime
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,10 @@ class NetworkTopologyReconciler:
         """Costs wait for the first list of nodes, so none is computed from a partial cluster."""
         self.placements: dict[str, str] = {}
         self._parsed_dependencies: dict[str, tuple[object, list[Dependency]]] = {}
+        self._left_out: dict[str, str] = {}
+        """AppGroup -> why it is left out of bandwidthAllocated (logged when that changes)."""
+        self.invalid: dict[str, str] = {}
+        """uid -> the InvalidSpec message last reported for a NetworkTopology that cannot be read."""
 
     def poke_all(self) -> None:
         for key in list(self.bodies):
@@ -121,7 +127,7 @@ class NetworkTopologyReconciler:
         for (namespace, name), found in list(self.appgroups.items()):
             for body in found:
                 prefix = f"{namespace}/{name}/"
-                dependencies += self._dependencies(prefix, body)
+                dependencies += self._dependencies(prefix, body)  # [] for an AppGroup that cannot be read
                 views: Iterable[PodView] = self.pods.get((namespace, name), [])
                 placements += [Placement(v.node, prefix + v.workload) for v in views if v.node and v.workload]
         return allocated_bandwidth({n.name: n for n in nodes}, placements, dependencies)
@@ -134,16 +140,24 @@ class NetworkTopologyReconciler:
             return cached[1]
         try:
             appgroup = AppGroup.from_dict(body)
-        except ValidationError:
-            return []
-        found = [
-            Dependency(
-                prefix + item.workload.selector, prefix + dep.workload.selector, parse_quantity(dep.min_bandwidth)
-            )
-            for item in appgroup.spec.workloads
-            for dep in item.dependencies or ()
-            if dep.min_bandwidth is not None
-        ]
+            found = [
+                Dependency(
+                    prefix + item.workload.selector, prefix + dep.workload.selector, parse_quantity(dep.min_bandwidth)
+                )
+                for item in appgroup.spec.workloads
+                for dep in item.dependencies or ()
+                if dep.min_bandwidth is not None
+            ]
+        except ValueError as exc:
+            # Left out of every NetworkTopology's bandwidthAllocated, which the others still get;
+            # the AppGroup's own status says what is wrong (the AppGroup reconciler writes it).
+            why = describe(exc)
+            if self._left_out.get(prefix) != why:
+                logger.warning("AppGroup %s left out of bandwidthAllocated: %s", prefix.rstrip("/"), why)
+                self._left_out[prefix] = why
+            found = []
+        else:
+            self._left_out.pop(prefix, None)
         self._parsed_dependencies[prefix] = (version, found)
         return found
 
@@ -161,15 +175,17 @@ class NetworkTopologyReconciler:
         try:
             nt = NetworkTopology.from_dict(found[-1])
         except ValidationError as exc:
-            metrics.RECONCILE_ERRORS.labels("NetworkTopology", "Unparseable").inc()
-            logger.error("NetworkTopology %s/%s cannot be read: %s", *key, exc)
+            await report_invalid(self.runtime, NetworkTopology, key, found[-1], describe(exc), self.invalid)
             return
         settings = self.runtime.settings
-        data = await k8s.read_configmap_data(self.runtime.api, key[0], nt.spec.configmap_name)
+        invalid = configmap_name_problem(nt.spec.configmap_name)
+        data = None if invalid else await k8s.read_configmap_data(self.runtime.api, key[0], nt.spec.configmap_name)
         nodes = self._current_nodes()
         now = datetime.now(UTC).replace(microsecond=0)
 
         def evaluate(obj: NetworkTopology) -> Outcome:
+            if invalid:
+                return reconcile(obj, None, None, len(nodes), now, invalid=invalid)
             if data is None:
                 missing = f"ConfigMap {key[0]}/{obj.spec.configmap_name} not found"
                 return reconcile(obj, None, None, len(nodes), now, missing=missing)

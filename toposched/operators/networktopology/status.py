@@ -4,19 +4,22 @@ The operator owns exactly one entry of ``spec.weights``, the one named NetperfCo
 other entry is the user's and is carried over untouched, in its place.
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.apis.limits import MAX_NAME_LENGTH
 from toposched.apis.meta import Condition
 from toposched.apis.netperf import Measurements
 from toposched.apis.networktopology import NetworkTopology, NetworkTopologyStatus, WeightInfo
-from toposched.operators.conditions import set_condition
+from toposched.operators.conditions import INVALID_SPEC, set_condition
 from toposched.operators.networktopology.costs import Computed
 
 READY = "Ready"
 DEGRADED = "Degraded"
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 LISTED = 10
 """How many offending items a condition message names before it says "and N more"."""
 
@@ -34,6 +37,17 @@ def with_netperf(weights: Sequence[WeightInfo], netperf: WeightInfo) -> list[Wei
     """The user's weights with the NetperfCosts entry replaced in place, or appended."""
     out = [netperf if w.name == WEIGHT_NETPERF else w for w in weights]
     return out if any(w.name == WEIGHT_NETPERF for w in weights) else [*out, netperf]
+
+
+def configmap_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a ConfigMap (a DNS subdomain), or None."""
+    if len(name) <= MAX_NAME_LENGTH and _DNS_SUBDOMAIN.fullmatch(name):
+        return None
+    shown = repr(name) if len(name) <= 64 else f"{name[:60]!r}..."
+    return (
+        f"spec.configmapName {shown} is not a ConfigMap name (lower-case letters, digits, '-' and '.', "
+        f"at most {MAX_NAME_LENGTH} characters)"
+    )
 
 
 def _listing(items: Sequence[str]) -> str:
@@ -73,8 +87,10 @@ def reconcile(
     node_count: int,
     now: datetime,
     missing: str | None = None,
+    invalid: str | None = None,
 ) -> Outcome:
-    """``missing`` says why there are no measurements at all (e.g. the ConfigMap does not exist)."""
+    """``missing`` says why there are no measurements at all (e.g. the ConfigMap does not exist);
+    ``invalid`` what is wrong with the spec, so that none can be read."""
     old = nt.status or NetworkTopologyStatus()
     conditions = list(old.conditions or [])
     generation = nt.metadata.get("generation")
@@ -83,7 +99,13 @@ def reconcile(
     warnings: list[tuple[str, str]] = []
     weights: list[WeightInfo] | None = None
 
-    if missing is not None or computed is None or measurements is None:
+    if invalid is not None:
+        message = f"invalid spec: {invalid}; the last published costs stay in place"
+        previous = next((c for c in conditions if c.type == READY), None)
+        if previous is None or previous.message != message:
+            warnings.append((INVALID_SPEC, message))
+        conditions = set_condition(conditions, READY, "False", INVALID_SPEC, message, generation, now)
+    elif missing is not None or computed is None or measurements is None:
         message = f"{missing or 'no measurements'}; the last published costs stay in place"
         previous = next((c for c in conditions if c.type == READY), None)
         if previous is None or previous.message != message:

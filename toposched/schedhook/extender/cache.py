@@ -16,13 +16,21 @@ from decimal import Decimal
 from typing import Any
 
 from toposched.apis.appgroup import AppGroup
+from toposched.apis.errors import describe
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.extender.reservations import Ledger, Reservation
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.freshness import accounted
 from toposched.schedhook.placement.model import NodeTopology, NumaZone, Placed, Pod
-from toposched.schedhook.placement.parse import from_nrt, links_of, node_view, placed_pod, pod_from_spec
+from toposched.schedhook.placement.parse import (
+    from_nrt,
+    links_of,
+    node_allocatable,
+    node_location,
+    placed_pod,
+    pod_from_spec,
+)
 from toposched.schedhook.placement.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
@@ -49,7 +57,12 @@ class ClusterCache:
         self._accounted: dict[str, tuple[tuple[Any, int], frozenset[tuple[str, str]] | None]] = {}
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
-        self._parse_cache: dict[str, dict[str, tuple[Any, Any]]] = {}
+        self._parse_cache: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
+        """kind -> key -> (version, parsed value or None, why it could not be parsed)."""
+        self._invalid: dict[str, dict[str, str]] = {}
+        """Node name -> kind (Node, NodeResourceTopology) -> why that object of the node was skipped."""
+        self.rejected: list[tuple[dict[str, Any], str]] = []
+        """Objects found unreadable, not yet reported (``take_rejected``)."""
         self._dirty: dict[str, set[str] | None] = {kind: None for kind in BASE_KINDS}
         """Per kind, the keys changed since the base snapshot was last brought up to date (None: all)."""
         self._placed: dict[str, Placed] = {}
@@ -125,7 +138,12 @@ class ClusterCache:
             del self._pod_node[key]
         if node is not None and pod is not None:
             meta = pod["metadata"]
-            entry = (meta.get("namespace", ""), meta["name"], pod_from_spec(pod.get("spec") or {}))
+            try:
+                requests = pod_from_spec(pod.get("spec") or {})
+            except ValueError as exc:  # bound anyway (by someone else): it only counts less exactly
+                logger.warning("pod %s: %s; counted without its requests", key, exc)
+                requests = Pod(())
+            entry = (meta.get("namespace", ""), meta["name"], requests)
             self._pods_on.setdefault(node, {})[key] = entry
             self._pod_node[key] = node
             self._pods_version[node] = self._pods_version.get(node, 0) + 1
@@ -211,6 +229,7 @@ class ClusterCache:
             appgroups=base.appgroups,
             links=base.links,
             placed=list(self._placed.values()),
+            invalid=base.invalid,
             table=self.table,
         )
 
@@ -228,7 +247,7 @@ class ClusterCache:
         snap = self._base
         if snap is None or dirty["nodes"] is None or dirty["nrts"] is None:
             snap = self._base = Snapshot()
-            self._allocatable, self._appgroup_keys = {}, {}
+            self._allocatable, self._appgroup_keys, self._invalid = {}, {}, {}
             dirty = dict.fromkeys(BASE_KINDS)
             nodes: set[str] | None = None
             nrts: set[str] | None = None
@@ -242,12 +261,9 @@ class ClusterCache:
                 snap.locations.pop(name, None)
                 self._allocatable.pop(name, None)
             else:
-                location, allocatable = self._parsed("nodes", key, body, node_view) or (None, {})
-                if location is None:
-                    snap.locations.pop(name, None)
-                else:
-                    snap.locations[name] = location
-                self._allocatable[name] = allocatable
+                snap.locations[name] = node_location(body)
+                self._allocatable[name] = self._parsed("nodes", key, body, node_allocatable) or {}
+            self._mark(snap, "Node", name, None if body is None else self._error("nodes", key))
             if nrts is not None:
                 nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
         for key in self.objects["nrts"] if nrts is None else nrts:
@@ -256,13 +272,14 @@ class ClusterCache:
             if body is None:
                 snap.nrts.pop(name, None)
             else:
-                node_allocatable = self._allocatable.get(name, {})
-                extra = tuple(sorted(node_allocatable.items()))
-                view = self._parsed("nrts", key, body, _nrt_view(node_allocatable), extra=extra)
+                allocatable = self._allocatable.get(name, {})
+                extra = tuple(sorted(allocatable.items()))
+                view = self._parsed("nrts", key, body, _nrt_view(allocatable), extra=extra)
                 if view is None:
-                    snap.nrts.pop(name, None)  # unreadable: the node counts as one without an NRT
+                    snap.nrts.pop(name, None)  # unreadable: the node fails every pod, saying why
                 else:
                     snap.nrts[name] = view
+            self._mark(snap, "NodeResourceTopology", name, None if body is None else self._error("nrts", key))
             if changed is not None:
                 changed.add(name)
         appgroups = dirty["appgroups"]
@@ -284,6 +301,29 @@ class ClusterCache:
                 snap.links.update(self._parsed("networktopologies", nt_key, body, self._links) or {})
         return snap, changed
 
+    def _mark(self, snap: Snapshot, kind: str, name: str, error: str | None) -> None:
+        """Keep ``snap.invalid`` in step: the node's NRT or Node object is (or no longer is) unreadable."""
+        bad = self._invalid.setdefault(name, {})
+        if error is None:
+            bad.pop(kind, None)
+        else:
+            bad[kind] = f"invalid {kind} {name}: {error}"
+        if not bad:
+            self._invalid.pop(name, None)
+            snap.invalid.pop(name, None)
+        else:  # the NRT's problem first: it is what placement reads
+            snap.invalid[name] = bad.get("NodeResourceTopology") or bad["Node"]
+
+    def _error(self, kind: str, key: str) -> str | None:
+        """Why the last parse of the object failed (None: it parsed)."""
+        cached = self._parse_cache.get(kind, {}).get(key)
+        return cached[2] if cached is not None else None
+
+    def take_rejected(self) -> list[tuple[dict[str, Any], str]]:
+        """Objects found unreadable since the last call, with why (each version once), for Events."""
+        rejected, self.rejected = self.rejected, []
+        return rejected
+
     def _links(self, body: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
         return links_of(NetworkTopology.model_validate(body), self.weights_name)
 
@@ -292,12 +332,16 @@ class ClusterCache:
         cached = self._parse_cache.setdefault(kind, {}).get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
+        error = None
         try:
             value = build(body)
         except Exception as exc:  # one malformed object must not hide the others; said once per version
-            logger.warning("ignoring %s %s (resourceVersion %s): %s", kind, key, version[0], exc)
-            value = None
-        self._parse_cache[kind][key] = (version, value)
+            value, error = None, describe(exc)
+            if cached is None or cached[2] != error:
+                logger.warning("ignoring %s %s (resourceVersion %s): %s", kind, key, version[0], error)
+                if kind in ("nodes", "nrts"):  # the operators report on AppGroups and NetworkTopologies
+                    self.rejected.append((body, error))
+        self._parse_cache[kind][key] = (version, value, error)
         return value
 
 

@@ -24,7 +24,8 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import Counter, Histogram
 
-from toposched.apis.constants import NUMA_ZONES_ANNOTATION
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT
+from toposched.kube import events
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
@@ -67,9 +68,10 @@ class Extender:
         self.unbound: dict[str, float] = {}
         """Pods answered with fitting nodes whose bind has not arrived yet (uid -> when)."""
         self._bind_arrived = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def _evaluate(self, pod: dict[str, Any], names: list[str]) -> Results:
-        uid = pod.get("metadata", {}).get("uid", "")
+        uid = _uid(pod)
         results = evaluate(pod, names, self.cache.snapshot(exclude=uid), self.config)
         total: dict[str, Decimal] = {}
         for c in results.pod.containers:
@@ -105,6 +107,9 @@ class Extender:
         await self._await_earlier_binds(uid)
         started = time.perf_counter()
         results = self._evaluate(pod, names)
+        self._report_rejected()
+        if results.pod_error is not None:  # the pod, not any node: the scheduler records why
+            return _json({"NodeNames": [], "FailedNodes": {}, "Error": f"toposched: {results.pod_error}"})
         fitting = results.fitting()
         if fitting:
             self.unbound[uid] = time.monotonic()
@@ -135,9 +140,12 @@ class Extender:
 
     async def bind(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
-        args = orjson.loads(await request.read())
-        name, namespace, node = args["PodName"], args["PodNamespace"], args["Node"]
-        uid = args.get("PodUID", "")
+        try:
+            args = orjson.loads(await request.read())
+            name, namespace, node = (str(args[key]) for key in ("PodName", "PodNamespace", "Node"))
+            uid = str(args.get("PodUID") or "")
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise _bad_request("expected ExtenderBindingArgs (PodName, PodNamespace, PodUID, Node)") from None
         self.unbound.pop(uid, None)
         cached = self.last.pop(uid, None)
         core = client.CoreV1Api(self.api)
@@ -179,6 +187,19 @@ class Extender:
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
 
+    def _report_rejected(self) -> None:
+        """A Warning Event on each Node or NRT the cache found unreadable (once per version)."""
+        rejected = self.cache.take_rejected()
+        if self.api is None:  # in process, without a cluster
+            return
+        for body, reason in rejected:
+            what = f"{body.get('kind') or 'object'} ignored by the scheduler extender: {reason}"
+            task = asyncio.create_task(
+                events.post_event(self.api, body, "Warning", "InvalidObject", what, SCHEDHOOK_COMPONENT)
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
     async def _evaluate_bound(
         self, core: client.CoreV1Api, namespace: str, name: str, node: str
     ) -> tuple[Results, dict[str, Decimal]] | None:
@@ -189,7 +210,7 @@ class Extender:
             logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
             return None
         results = self._evaluate(pod, [node])
-        return self.last.pop(pod.get("metadata", {}).get("uid", ""), (results, {}))
+        return self.last.pop(_uid(pod), (results, {}))
 
     async def healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -212,11 +233,34 @@ class Extender:
 
 
 async def _extender_args(request: web.Request) -> tuple[dict[str, Any], list[str], str]:
-    """kube-scheduler's ExtenderArgs (node names only: nodeCacheCapable): the pod, names, pod uid."""
-    args = orjson.loads(await request.read())
+    """kube-scheduler's ExtenderArgs (node names only: nodeCacheCapable): the pod, names, pod uid.
+
+    A body that is not ExtenderArgs is answered 400 with what is wrong (a bad pod is not: its
+    filter answer says why it fits nowhere)."""
+    try:
+        args = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise _bad_request(f"not JSON: {exc}") from None
+    if not isinstance(args, dict):
+        raise _bad_request("expected ExtenderArgs (a JSON object)")
     pod = args.get("Pod") or args.get("pod") or {}
-    names = list(args.get("NodeNames") or args.get("nodenames") or [])
-    return pod, names, pod.get("metadata", {}).get("uid", "")
+    names = args.get("NodeNames") or args.get("nodenames") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _bad_request("NodeNames: expected a list of node names")
+    pod = pod if isinstance(pod, dict) else {}
+    return pod, names, _uid(pod)
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    return uid if isinstance(uid, str) else ""
+
+
+def _bad_request(reason: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(
+        text=orjson.dumps({"Error": f"toposched: {reason}"}).decode(), content_type="application/json"
+    )
 
 
 def _json(body: object) -> web.Response:

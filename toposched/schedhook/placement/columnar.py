@@ -30,6 +30,11 @@ MEMO_DETAILS = 4096
 """Shortfall texts a memo may collect over its patches (at least twice its first count)."""
 
 
+EXACT = np.iinfo(np.int64).max // MAX_SCORE
+"""Free amounts (in thousandths) above this make ``share * MAX_SCORE`` overflow 64 bits: zones
+with tens of TiB of memory, which the bounds (``apis.limits``) allow; scored with Python ints."""
+
+
 def milli(value: Decimal, rounding: str = ROUND_FLOOR) -> int:
     return int((value * 1000).to_integral_value(rounding))
 
@@ -90,6 +95,8 @@ class NodeTable:
         self.pod_scope = np.zeros(rows, dtype=np.bool_)
         self.version = np.zeros(rows, dtype=np.int64)
         """Bumped whenever a row is refilled or vacated: memoised answers of other rows stay valid."""
+        self.large = False
+        """Some row holds an amount above ``EXACT`` (kept until the table is rebuilt)."""
         self._memo: OrderedDict[tuple[object, ...], _Memo] = OrderedDict()
 
     def sync(self, nodes: Mapping[str, NodeTopology]) -> None:
@@ -176,7 +183,8 @@ class NodeTable:
                 (self.available, zone.available),
             ):
                 for resource, value in values.items():
-                    array[self.columns[resource], z, i] = milli(value)
+                    amount = array[self.columns[resource], z, i] = milli(value)
+                    self.large = self.large or amount > EXACT
             for resource in zone.allocatable:
                 self.reported[self.columns[resource], i] = True
             for resource in zone.available:
@@ -311,7 +319,16 @@ class NodeTable:
             usable = (free > 0) & (wanted <= free)
             safe = np.where(free > 0, free, 1)
             share = wanted if strategy == MOST_ALLOCATED else free - wanted
-            value = share * MAX_SCORE // safe
+            if self.large:  # exact, as the products may not fit 64 bits
+                value = np.array(
+                    [
+                        s * MAX_SCORE // f
+                        for s, f in zip(np.broadcast_to(share, safe.shape).tolist(), safe.tolist(), strict=True)
+                    ],
+                    dtype=np.int64,
+                )
+            else:
+                value = share * MAX_SCORE // safe
             weight = max(1, weights.get(resource, 1))
             total += np.where(usable, value, 0) * weight
             weight_sum += weight

@@ -20,7 +20,7 @@ from toposched.schedhook.placement.kubelet import predict
 from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
 from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, normalize
 from toposched.schedhook.placement.network import evaluate as evaluate_network
-from toposched.schedhook.placement.parse import pod_from_spec
+from toposched.schedhook.placement.parse import PodMeta, parse_pod
 from toposched.schedhook.placement.podpolicy import (
     PodPolicy,
     PolicyError,
@@ -116,6 +116,8 @@ class Results:
         """The predicted NUMA id from the columnar path; -1 with ``explicit`` unset: every zone."""
         self.explicit: dict[int, list[int]] = {}
         """Predicted NUMA ids of nodes answered one by one."""
+        self.pod_error: str | None = None
+        """Why the pod itself cannot be placed anywhere (it fails every node with this reason)."""
         self._fitting: tuple[str, ...] | None = None
         self._names: npt.NDArray[np.object_] | None = None
 
@@ -201,25 +203,25 @@ def evaluate(
     pod_body: Mapping[str, Any], candidates: Sequence[str], snapshot: Snapshot, config: PlacementConfig | None = None
 ) -> Results:
     config = config or PlacementConfig()
-    meta = pod_body.get("metadata") or {}
-    pod = pod_from_spec(pod_body.get("spec") or {})
-    labels = meta.get("labels") or {}
     if snapshot.table is None:
         snapshot.table = NodeTable()
         snapshot.table.sync(snapshot.nrts)
     table = snapshot.table
     rows = table.rows(candidates)
+    try:
+        pod, meta = parse_pod(pod_body)
+    except ValueError as exc:  # every node fails for the same reason, and the caller is told
+        results = Results(candidates, table, rows, Pod(()))
+        results.pod_error = f"invalid pod: {exc}"
+        results.fail_many(*_everyone(candidates, results.pod_error))
+        return results
     results = Results(candidates, table, rows, pod)
     try:
-        pod_policy = parse_annotation((meta.get("annotations") or {}).get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
-        policy_error = ""
+        pod_policy = parse_annotation(meta.annotations.get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
     except PolicyError as exc:
-        pod_policy, policy_error = parse_annotation(None), f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
-
-    if policy_error:
-        everyone = np.arange(len(candidates), dtype=np.int64)
-        results.fail_many(everyone, [policy_error], np.zeros(len(candidates), dtype=np.int64))
+        results.fail_many(*_everyone(candidates, f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"))
         return results
+    _invalid_nodes(results, snapshot)
     columnar = np.zeros(len(candidates), dtype=np.bool_)
     if (
         config.vectorize
@@ -228,9 +230,10 @@ def evaluate(
     ):
         known = rows >= 0
         columnar[known] = table.single_numa[rows[known]]
+        columnar &= results.fit  # not the nodes already failed as invalid
     _columnar(pod, results, np.flatnonzero(columnar), config)
-    _one_by_one(pod, pod_policy, results, np.flatnonzero(~columnar).tolist(), snapshot, config)
-    _network(pod_body, labels, results, snapshot, config)
+    _one_by_one(pod, pod_policy, results, np.flatnonzero(~columnar & results.fit).tolist(), snapshot, config)
+    _network(meta, results, snapshot, config)
     # A weighted mean of the scores that apply (a pod outside AppGroups has no network score).
     weighted = results.numa_score * config.numa_weight * results.has_numa
     weights = results.has_numa * config.numa_weight
@@ -239,6 +242,26 @@ def evaluate(
         weights[i] += config.network_weight
     results.score = np.where(weights > 0, weighted // np.maximum(weights, 1), 0)
     return results
+
+
+def _everyone(candidates: Sequence[str], reason: str) -> tuple[Ints, list[str], Ints]:
+    return np.arange(len(candidates), dtype=np.int64), [reason], np.zeros(len(candidates), dtype=np.int64)
+
+
+def _invalid_nodes(results: Results, snapshot: Snapshot) -> None:
+    """Nodes whose NRT or Node object could not be read fail, with what is wrong with it. Usually
+    there are none; else one pass over the rows, and a look-up of the few rowless candidates."""
+    if not snapshot.invalid:
+        return
+    index = results.table.index
+    reasons = {row: reason for name, reason in snapshot.invalid.items() if (row := index.get(name)) is not None}
+    if reasons:
+        for i in np.flatnonzero(np.isin(results.rows, list(reasons))).tolist():
+            results.fail(i, reasons[int(results.rows[i])])
+    for i in np.flatnonzero(results.rows < 0).tolist():
+        reason = snapshot.invalid.get(results.names[i])
+        if reason is not None:
+            results.fail(i, reason)
 
 
 def _columnar(pod: Pod, results: Results, which: Ints, config: PlacementConfig) -> None:
@@ -324,15 +347,9 @@ def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:
     return replace(node, policy=policy)
 
 
-def _network(
-    pod_body: Mapping[str, Any],
-    labels: Mapping[str, str],
-    results: Results,
-    snapshot: Snapshot,
-    config: PlacementConfig,
-) -> None:
-    namespace = (pod_body.get("metadata") or {}).get("namespace", "default")
-    group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
+def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: PlacementConfig) -> None:
+    namespace = meta.namespace
+    group, workload = meta.labels.get(APPGROUP_LABEL), meta.labels.get(WORKLOAD_LABEL)
     appgroup = snapshot.appgroups.get((namespace, group or ""))
     if appgroup is None or workload is None:
         return

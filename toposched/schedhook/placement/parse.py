@@ -5,7 +5,9 @@ read; the callers decide whether that skips one object or fails one request.
 """
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +29,7 @@ from toposched.apis.constants import (
     WORKLOAD_LABEL,
     ZONE_LABEL,
 )
+from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
@@ -34,6 +37,8 @@ from toposched.schedhook.placement.model import Container, NodeTopology, NumaZon
 from toposched.schedhook.placement.network import Link, Location
 from toposched.schedhook.placement.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 
+_NUMA_ZONE = re.compile(re.escape(NRT_ZONE_PREFIX) + r"(0|[1-9][0-9]{0,3})")
+_DECIMAL = re.compile(r"[0-9]{1,9}")
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
     "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
@@ -61,18 +66,14 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
     zones = []
     distances: dict[int, dict[int, int]] = {}
     for z in nrt.zones:
-        suffix = z.name.removeprefix(NRT_ZONE_PREFIX)
-        if z.type != "Node" or not suffix.isdigit() or int(suffix) > 63:
+        numa = _numa_id(z.name)
+        if z.type != "Node" or numa is None or numa > 63:
             continue
         resources = z.resources or []
-        distances[int(suffix)] = {
-            int(c.name.removeprefix(NRT_ZONE_PREFIX)): c.value
-            for c in z.costs or []
-            if c.name.removeprefix(NRT_ZONE_PREFIX).isdigit()
-        }
+        distances[numa] = {other: c.value for c in z.costs or [] if (other := _numa_id(c.name)) is not None}
         zones.append(
             NumaZone(
-                numa=int(suffix),
+                numa=numa,
                 capacity={r.name: parse_quantity(r.capacity) for r in resources},
                 allocatable={r.name: parse_quantity(r.allocatable) for r in resources},
                 available={r.name: parse_quantity(r.available) for r in resources},
@@ -115,32 +116,110 @@ def _groups(raw: str | None) -> tuple[int, ...]:
 
 def _span(piece: str) -> range:
     low, _, high = piece.strip().partition("-")
-    return range(int(low), int(high or low) + 1)
+    if not (_DECIMAL.fullmatch(low) and _DECIMAL.fullmatch(high or low)):
+        raise ValueError(piece)
+    first, last = int(low), int(high or low)
+    if not first <= last <= 63:  # a mask has 64 bits; never expand a huge range
+        raise ValueError(piece)
+    return range(first, last + 1)
+
+
+def _numa_id(zone: str) -> int | None:
+    """``node-3`` -> 3; None for any other name (``node-03``, ``node-²`` or a socket zone)."""
+    match = _NUMA_ZONE.fullmatch(zone)
+    return int(match.group(1)) if match else None
 
 
 def _max_numa(raw: str | None) -> int:
     """Valid values are 2..1024 (as upstream); anything else means the kubelet default, 8."""
-    if raw is not None and raw.isdigit() and 1 < int(raw) <= 1024:
+    if raw is not None and _DECIMAL.fullmatch(raw) and 1 < int(raw) <= MAX_NUMA_NODES:
         return int(raw)
     return 8
 
 
-def quantities(raw: Mapping[str, str | int] | None) -> dict[str, Decimal]:
-    return {k: parse_quantity(v) for k, v in (raw or {}).items()}
+def quantities(raw: object, where: str = "resources") -> dict[str, Decimal]:
+    """Resource name -> amount; ValueError naming ``where.<resource>`` for a value no machine has."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected a map of resource names to quantities")
+    out = {}
+    for name, value in raw.items():
+        if not isinstance(name, str):
+            raise ValueError(f"{where}: resource name {name!r} is not a string")
+        try:
+            out[name] = check_amount(name, parse_quantity(value))
+        except ValueError as exc:
+            raise ValueError(f"{where}.{name}: {exc}") from None
+    return out
 
 
-def pod_from_spec(spec: Mapping[str, object]) -> Pod:
-    """A Pod from a core/v1 pod spec (dict), for the extender and the explain command."""
+@dataclass(frozen=True)
+class PodMeta:
+    """What placement reads of a pod's metadata."""
+
+    namespace: str = "default"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+def pod_meta(body: object) -> PodMeta:
+    """The namespace, labels and annotations of a pod (dict); ValueError naming the field."""
+    if not isinstance(body, Mapping):
+        raise ValueError("expected a pod (an object)")
+    meta = body.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ValueError("metadata: expected an object")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise ValueError("metadata.namespace: expected a string")
+    maps = {}
+    for key in ("labels", "annotations"):
+        value = meta.get(key) or {}
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise ValueError(f"metadata.{key}: expected a map of strings")
+        maps[key] = value
+    return PodMeta(namespace, maps["labels"], maps["annotations"])
+
+
+def parse_pod(body: object) -> tuple[Pod, PodMeta]:
+    """A pod object (dict) as placement reads it; ValueError naming the field."""
+    meta = pod_meta(body)
+    assert isinstance(body, Mapping)
+    return pod_from_spec(body.get("spec") or {}), meta
+
+
+def pod_from_spec(spec: object) -> Pod:
+    """A Pod from a core/v1 pod spec (dict), for the extender and the explain command.
+
+    ValueError naming the field (``spec.containers[0].resources.limits.cpu: ...``) when the spec
+    is not a pod spec or asks for more than any machine has.
+    """
+    if not isinstance(spec, Mapping):
+        raise ValueError("spec: expected a pod spec (an object)")
 
     def containers(key: str) -> tuple[Container, ...]:
+        raw = spec.get(key)
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise ValueError(f"spec.{key}: expected a list of containers")
         out = []
-        for c in spec.get(key) or []:  # type: ignore[attr-defined]
+        for i, c in enumerate(raw):
+            where = f"spec.{key}[{i}]"
+            if not isinstance(c, Mapping):
+                raise ValueError(f"{where}: expected a container (an object)")
+            name = c.get("name", "")
+            if not isinstance(name, str):
+                raise ValueError(f"{where}.name: expected a string")
             resources = c.get("resources") or {}
+            if not isinstance(resources, Mapping):
+                raise ValueError(f"{where}.resources: expected an object")
             out.append(
                 Container(
-                    name=c.get("name", ""),
-                    requests=quantities(resources.get("requests")),
-                    limits=quantities(resources.get("limits")),
+                    name=name,
+                    requests=quantities(resources.get("requests"), f"{where}.resources.requests"),
+                    limits=quantities(resources.get("limits"), f"{where}.resources.limits"),
                     sidecar=c.get("restartPolicy") == "Always",
                 )
             )
@@ -168,23 +247,60 @@ def links_of(nt: NetworkTopology, weights_name: str) -> dict[tuple[str, str, str
 
 
 def node_view(node: Mapping[str, Any]) -> tuple[Location, dict[str, Decimal]]:
-    """A Node's region/zone and its allocatable resources."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    raw = (node.get("status") or {}).get("allocatable") or {}
-    return Location(labels.get(REGION_LABEL), labels.get(ZONE_LABEL)), {k: parse_quantity(v) for k, v in raw.items()}
+    """A Node's region/zone and its allocatable resources; ValueError naming the field."""
+    return node_location(node), node_allocatable(node)
+
+
+def node_location(node: Mapping[str, Any]) -> Location:
+    """A Node's region and zone labels; a label that is not a string counts as absent (never raises:
+    a garbled allocatable must not also hide where the node is from the pods placed near it)."""
+    meta = node.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if not isinstance(labels, Mapping):
+        return Location(None, None)
+    region, zone = labels.get(REGION_LABEL), labels.get(ZONE_LABEL)
+    return Location(region if isinstance(region, str) else None, zone if isinstance(zone, str) else None)
+
+
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, Decimal]:
+    """A Node's status.allocatable; ValueError naming the field."""
+    status = node.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise ValueError("status: expected an object")
+    return quantities(status.get("allocatable"), "status.allocatable")
 
 
 def placed_pod(pod: Mapping[str, Any]) -> Placed | None:
+    """A bound pod as placement needs it; None when it holds nothing (pending, finished, garbled)."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    status = pod.get("status") or {}
+    if not isinstance(meta, Mapping) or not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+        return None
     node = spec.get("nodeName")
-    if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if not node or not isinstance(node, str) or status.get("phase") in ("Succeeded", "Failed"):
         return None
     labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        labels = {}
     numa: tuple[int, ...] = ()
-    raw = (meta.get("annotations") or {}).get(NUMA_ZONES_ANNOTATION)
+    raw = (
+        (meta.get("annotations") or {}).get(NUMA_ZONES_ANNOTATION)
+        if isinstance(meta.get("annotations"), dict)
+        else None
+    )
     if raw:
         try:
             numa = tuple(int(z.removeprefix(NRT_ZONE_PREFIX)) for z in json.loads(raw))
         except (ValueError, TypeError, AttributeError):
             numa = ()
-    return Placed(meta.get("namespace", "default"), node, labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL), numa)
+        if not all(0 <= n < MAX_NUMA_NODES for n in numa):
+            numa = ()
+    namespace = meta.get("namespace", "default")
+    appgroup, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
+    return Placed(
+        namespace if isinstance(namespace, str) else "default",
+        node,
+        appgroup if isinstance(appgroup, str) else None,
+        workload if isinstance(workload, str) else None,
+        numa,
+    )

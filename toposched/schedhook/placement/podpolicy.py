@@ -31,27 +31,42 @@ class PodPolicy:
     """Preferred, Required, or None (not asked)."""
 
 
-def parse_annotation(raw: str | None) -> PodPolicy:
+def parse_annotation(raw: object) -> PodPolicy:
     """The pod's policy; PolicyError with a message a user can act on."""
-    if raw is None or not raw.strip():
+    if raw is None:
+        return PodPolicy()
+    if not isinstance(raw, str):
+        raise PolicyError("expected a JSON string")
+    if not raw.strip():
         return PodPolicy()
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise PolicyError(f"not JSON: {exc.msg} at position {exc.pos}") from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting too deep
+        raise PolicyError(f"not JSON a program can read: {_clip(str(exc))}") from None
     if not isinstance(data, dict):
         raise PolicyError('expected a JSON object such as {"numaTopologyPolicy": "SingleNUMANode"}')
     unknown = set(data) - {"numaTopologyPolicy", "singleNUMANodeExclusive"}
     if unknown:
-        raise PolicyError(f"unknown fields: {', '.join(sorted(unknown))}")
+        raise PolicyError(f"unknown fields: {_clip(', '.join(sorted(unknown)))}")
     policy = data.get("numaTopologyPolicy", "")
     if policy not in POLICY_NAMES:
         choices = ", ".join(repr(p) for p in POLICY_NAMES)
-        raise PolicyError(f"numaTopologyPolicy {policy!r} is not one of {choices}")
+        raise PolicyError(f"numaTopologyPolicy {_short(policy)} is not one of {choices}")
     exclusive = data.get("singleNUMANodeExclusive")
     if exclusive is not None and exclusive not in EXCLUSIVE:
-        raise PolicyError(f"singleNUMANodeExclusive {exclusive!r} is not one of 'Preferred', 'Required'")
+        raise PolicyError(f"singleNUMANodeExclusive {_short(exclusive)} is not one of 'Preferred', 'Required'")
     return PodPolicy(POLICY_NAMES[policy], exclusive)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """As an error message quotes what it refuses: an annotation can be kilobytes of garbage."""
+    return text if len(text) <= limit else f"{text[: limit - 4]}..."
+
+
+def _short(value: object) -> str:
+    return _clip(repr(value))
 
 
 def effective_policy(pod: PodPolicy, node_policy: str) -> str:

@@ -3,8 +3,9 @@
 Mutating (pods): route pods to the toposched scheduler by the admin's rules, and gate pods of
 an AppGroup (scheduling gate ``toposched.io/topology-order``) so they are released in topology
 order. Pods that match no rule and belong to no AppGroup are never touched.
-Validating: a malformed NUMA policy annotation on a pod, an AppGroup whose dependencies cannot
-form a graph (unknown workload, duplicates, self-dependency).
+Validating: a malformed NUMA policy annotation on a pod or resources no machine has, an AppGroup
+that does not parse (a selector that is not a label value, a minBandwidth beyond ``apis.limits``)
+or whose dependencies cannot form a graph (unknown workload, duplicates, self-dependency).
 """
 
 import base64
@@ -17,7 +18,9 @@ from pydantic import ValidationError
 
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import APPGROUP_LABEL, NUMA_TOPOLOGY_SPEC_ANNOTATION, ORDER_GATE
+from toposched.apis.errors import describe
 from toposched.apis.graph import InvalidSpecError, build_graph
+from toposched.schedhook.placement.parse import parse_pod
 from toposched.schedhook.placement.podpolicy import PolicyError, parse_annotation
 
 SCHEDULER_NAME = "toposched"
@@ -59,20 +62,24 @@ def mutate_pod(pod: Mapping[str, Any], namespace: str, rules: Rules) -> list[dic
 
 
 def validate_pod(pod: Mapping[str, Any]) -> str | None:
-    """None when valid, else what is wrong."""
-    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(NUMA_TOPOLOGY_SPEC_ANNOTATION)
+    """None when valid, else what is wrong: a malformed NUMA policy annotation, or resources no
+    machine has (the extender would fail the pod on every node)."""
     try:
-        parse_annotation(raw)
+        _, meta = parse_pod(pod)
+        parse_annotation(meta.annotations.get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
     except PolicyError as exc:
         return f"annotation {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"
+    except ValueError as exc:
+        return f"invalid pod: {exc}"
     return None
 
 
 def validate_appgroup(obj: Mapping[str, Any]) -> str | None:
+    """None when valid, else every problem, each naming its field (quantities within ``apis.limits``)."""
     try:
         build_graph(AppGroup.model_validate(obj).spec)
     except ValidationError as exc:
-        return f"invalid AppGroup: {exc.errors()[0]['msg']}"
+        return f"invalid AppGroup: {describe(exc)}"
     except InvalidSpecError as exc:
         return f"invalid AppGroup dependencies: {exc}"
     return None

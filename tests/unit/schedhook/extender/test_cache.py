@@ -109,7 +109,7 @@ def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
     cache.listed("nrts", [bad, good])
     cache.listed("appgroups", [{"metadata": {"name": "broken", "namespace": "ns"}, "spec": {}}, appgroup("ag", 0)])
     snap = cache.snapshot()
-    assert set(snap.nrts) == {"n0"}  # n1 counts as a node without an NRT
+    assert set(snap.nrts) == {"n0"}  # n1 fails every pod, saying why (snap.invalid)
     assert set(snap.appgroups) == {("ns", "ag")}
     fixed = body("nrts", "n1", 0, 2)
     cache.event("nrts", "MODIFIED", fixed)

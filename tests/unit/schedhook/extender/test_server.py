@@ -1,5 +1,6 @@
 """The extender's HTTP answers, in process: what kube-scheduler gets from filter and prioritize."""
 
+import copy
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,6 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from testkit.nrt import POD, nrt
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.server import Extender, _priorities
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 
 
 @pytest.mark.parametrize(
@@ -74,3 +76,96 @@ async def test_filter_then_prioritize_answer_every_candidate(
     assert [p["Host"] for p in priorities] == answer["NodeNames"]
     assert all(0 <= p["Score"] <= 10 for p in priorities)
     assert next(p["Score"] for p in priorities if p["Host"] == "no-nrt") == 0
+
+
+def synced(cache: ClusterCache, nrts: list[dict[str, Any]]) -> None:
+    for kind in ("nodes", "appgroups", "networktopologies", "pods"):
+        cache.listed(kind, [])
+        cache.mark_synced(kind)
+    cache.listed("nrts", nrts)
+    cache.mark_synced("nrts")
+
+
+async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
+    extender: tuple[TestClient[Any, Any], ClusterCache],
+) -> None:
+    """Issue item 4: such an NRT made every filter call answer 500 until it was deleted."""
+    client, cache = extender
+    rng = random.Random(3)
+    bodies = [nrt(f"n{i}", rng) for i in range(6)]
+    names = [b["metadata"]["name"] for b in bodies]
+    clean = ClusterCache(weights_name="NetperfCosts")
+    synced(clean, copy.deepcopy(bodies))
+    for resource in bodies[2]["zones"][0]["resources"]:
+        resource.update(capacity="1e999999", allocatable="1e999999", available="1e999999")
+    synced(cache, bodies)
+    answer = await post(client, "filter", names)
+    assert answer["Error"] == ""
+    reason = answer["FailedNodes"].pop("n2")
+    assert reason.startswith("toposched: invalid NodeResourceTopology n2: zones[0].resources[0].capacity: '1e999999'")
+    expected = evaluate(POD, names, clean.snapshot(), PlacementConfig())
+    others = [n for n in names if n != "n2"]
+    assert sorted(answer["NodeNames"]) == sorted(n for n in expected.fitting() if n != "n2")
+    assert set(answer["FailedNodes"]) == {n for n in others if n not in expected.fitting()}
+    priorities = await post(client, "prioritize", answer["NodeNames"])
+    assert [p["Host"] for p in priorities] == answer["NodeNames"]
+    assert cache.take_rejected() == []  # reported once (the Event needs a cluster: api is None here)
+
+
+@pytest.mark.parametrize(
+    ("resources", "error"),
+    [
+        ({"limits": {"cpu": "1e999999", "memory": "1Gi"}}, "limits.cpu: '1e999999' is more than any machine has"),
+        ({"limits": {"cpu": "abc"}}, "limits.cpu: 'abc' is not a Kubernetes quantity"),
+        (5, "spec.containers[0].resources: expected an object"),
+    ],
+    ids=["cpu-1e999999", "cpu-abc", "resources-a-number"],
+)
+async def test_a_bad_pod_gets_a_filter_error_with_the_reason(
+    extender: tuple[TestClient[Any, Any], ClusterCache], resources: object, error: str
+) -> None:
+    """Issue item 6: a Guaranteed pod with cpu 1e999999 got a 500 without a reason."""
+    client, cache = extender
+    synced(cache, [nrt(f"n{i}", random.Random(i)) for i in range(3)])
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["resources"] = resources
+    response = await client.post("/filter", data=orjson.dumps({"Pod": pod, "NodeNames": ["n0", "n1", "n2"]}))
+    assert response.status == 200
+    answer = orjson.loads(await response.read())
+    assert answer["Error"].startswith("toposched: invalid pod: spec.containers[0]")
+    assert error in answer["Error"]
+    assert answer["NodeNames"] == []
+    response = await client.post("/prioritize", data=orjson.dumps({"Pod": pod, "NodeNames": ["n0"]}))
+    assert response.status == 200
+    assert orjson.loads(await response.read()) == [{"Host": "n0", "Score": 0}]
+
+
+@pytest.mark.parametrize(
+    ("verb", "body", "error"),
+    [
+        ("filter", b"{not json", "not JSON"),
+        ("filter", b"[1, 2]", "expected ExtenderArgs"),
+        ("filter", b'{"Pod": {}, "NodeNames": "n0"}', "NodeNames: expected a list of node names"),
+        ("prioritize", b'{"Pod": {}, "NodeNames": [1]}', "NodeNames: expected a list of node names"),
+        ("prioritize", b'{"Pod": {"metadata": [1]}, "NodeNames": ["n0"]}', None),
+        ("bind", b'{"PodName": "p"}', "expected ExtenderBindingArgs"),
+    ],
+    ids=[
+        "not-json",
+        "not-an-object",
+        "names-a-string",
+        "names-not-strings",
+        "pod-metadata-a-list",
+        "bind-without-node",
+    ],
+)
+async def test_a_request_that_is_not_extender_args_is_a_400_with_the_reason(
+    extender: tuple[TestClient[Any, Any], ClusterCache], verb: str, body: bytes, error: str | None
+) -> None:
+    """None: the request is ExtenderArgs, the pod in it is not a pod (answered, never a 500)."""
+    client, cache = extender
+    synced(cache, [])
+    response = await client.post(f"/{verb}", data=body)
+    assert response.status == (200 if error is None else 400)
+    if error is not None:
+        assert error in orjson.loads(await response.read())["Error"]

@@ -99,3 +99,36 @@ def test_review_response_shapes() -> None:
         "allowed": False,
         "status": {"code": 422, "reason": "Invalid", "message": "nope"},
     }
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("minBandwidth", "1e999999999", "minBandwidth: '1e999999999' is more than any machine has"),
+        ("minBandwidth", "-1", "minBandwidth: '-1' is negative"),
+        ("minBandwidth", "20T", "minBandwidth: '20T' is more than any link carries (at most 10T)"),
+        ("selector", "app in (a, b)", "workload.selector: String should match pattern"),
+    ],
+    ids=["bandwidth-1e999999999", "negative-bandwidth", "bandwidth-above-10T", "selector-expression"],
+)
+def test_an_appgroup_beyond_the_bounds_is_refused_naming_the_field(field: str, value: str, message: str) -> None:
+    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    dependency = appgroup["spec"]["workloads"][0]["dependencies"][0]
+    if field == "selector":
+        dependency["workload"]["selector"] = value
+    else:
+        dependency[field] = value
+    refused = validate_appgroup(appgroup) or ""
+    assert refused.startswith("invalid AppGroup: spec.workloads[0].dependencies[0].")
+    assert message in refused
+    assert "http" not in refused
+
+
+def test_a_pod_no_machine_can_run_is_refused() -> None:
+    bad = pod()
+    bad["spec"] = {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1e999999"}}}]}
+    assert (validate_pod(bad) or "").startswith(
+        "invalid pod: spec.containers[0].resources.limits.cpu: '1e999999' is more than any machine has"
+    )
+    bad["spec"] = {"containers": 5}
+    assert validate_pod(bad) == "invalid pod: spec.containers: expected a list of containers"

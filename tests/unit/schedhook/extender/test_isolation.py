@@ -1,0 +1,162 @@
+"""Random garbage in one object of a cluster never changes the extender's answers for the others."""
+
+import copy
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from testkit.fuzz import mutate_tree
+from testkit.nrt import POD, nrt
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
+from toposched.schedhook.placement.parse import from_nrt, node_allocatable, node_location
+
+NAMES = [f"n{i}" for i in range(5)]
+KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods")
+ANSWER = ("fit", "reason", "zones", "numa")
+NUMA = ("numa",)  # the zones of a node that fails are not shown
+WORKLOAD = {"kind": "Deployment", "apiVersion": "apps/v1"}
+
+
+def appgroup(namespace: str) -> dict[str, Any]:
+    a, b = ({**WORKLOAD, "name": w, "selector": w} for w in "ab")
+    workloads = [{"workload": a, "dependencies": [{"workload": b, "minBandwidth": "1Gi", "maxNetworkCost": 20}]}]
+    return {
+        "metadata": {"name": "ag", "namespace": namespace},
+        "spec": {"numMembers": 2, "workloads": [*workloads, {"workload": b}]},
+        "status": {"topologyOrder": [{"workload": b, "index": 1}, {"workload": a, "index": 2}]},
+    }
+
+
+def topology(namespace: str) -> dict[str, Any]:
+    costs = [{"destination": "z1", "networkCost": 5, "bandwidthCapacity": "10Gi"}]
+    origins = [{"origin": "z0", "costList": costs}, {"origin": "z1", "costList": [{**costs[0], "destination": "z0"}]}]
+    weights = [
+        {"name": "UserDefined", "topologyList": [{"topologyKey": "topology.kubernetes.io/zone", "originList": origins}]}
+    ]
+    return {"metadata": {"name": "nt", "namespace": namespace}, "spec": {"configmapName": "m", "weights": weights}}
+
+
+def cluster() -> dict[str, list[dict[str, Any]]]:
+    """Two namespaces: the pod under test lives in ``a``; ``b`` holds objects that must not matter to it."""
+    rng = random.Random(5)
+    nodes = [
+        {
+            "metadata": {"name": n, "labels": {"topology.kubernetes.io/zone": f"z{i % 2}"}},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi"}},
+        }
+        for i, n in enumerate(NAMES)
+    ]
+    pods = []
+    for namespace, node in (("a", "n1"), ("b", "n3")):
+        pod = copy.deepcopy(POD)
+        pod["metadata"] = {
+            "name": f"b-{namespace}",
+            "namespace": namespace,
+            "uid": f"u-{namespace}",
+            "labels": {"appgroup.diktyo.x-k8s.io": "ag", "appgroup.diktyo.x-k8s.io.workload": "b"},
+        }
+        pod["spec"] = {**pod["spec"], "nodeName": node}
+        pods.append(pod)
+    return {
+        "nodes": nodes,
+        "nrts": [nrt(n, rng) for n in NAMES],
+        "appgroups": [appgroup("a"), appgroup("b")],
+        "networktopologies": [topology("b")],
+        "pods": pods,
+    }
+
+
+def versioned(objects: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    for items in objects.values():
+        for i, item in enumerate(items):
+            item["metadata"]["resourceVersion"] = str(i + 1)
+    return objects
+
+
+def answers(objects: dict[str, list[dict[str, Any]]], pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    cache = ClusterCache(weights_name="NetperfCosts")
+    for kind in KINDS:
+        cache.listed(kind, objects[kind])
+        cache.mark_synced(kind)
+    results = evaluate(pod, NAMES, cache.snapshot(exclude="u-test"), PlacementConfig())
+    out = {}
+    for r in results.all():
+        out[r.node] = {"fit": r.fit, "reason": r.reason, "zones": r.numa_zones, "numa": r.scores.get("numa")}
+    return out
+
+
+def member() -> dict[str, Any]:
+    pod = copy.deepcopy(POD)
+    pod["metadata"] = {
+        "name": "test",
+        "namespace": "a",
+        "uid": "u-test",
+        "labels": {"appgroup.diktyo.x-k8s.io": "ag", "appgroup.diktyo.x-k8s.io.workload": "a"},
+    }
+    return pod
+
+
+def readable(kind: str, body: dict[str, Any]) -> bool:
+    try:
+        if kind == "nodes":
+            node_allocatable(body)
+        else:
+            from_nrt(NodeResourceTopology.model_validate(body))
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    index=st.integers(0, 4),
+    seed=st.integers(0, 2**32),
+    mutations=st.integers(1, 3),
+)
+def test_garbage_in_one_object_never_changes_the_answers_for_the_others(
+    kind: str, index: int, seed: int, mutations: int
+) -> None:
+    """The pod is an AppGroup member in namespace a. Garbage goes into one Node or NRT (only that
+    node's answer may change, and then to a failure naming the object), or into an AppGroup, a
+    NetworkTopology or a bound pod of namespace b (nothing may change)."""
+    good = versioned(cluster())
+    bad = copy.deepcopy(good)
+    items = bad[kind]
+    victim = items[index % len(items)] if kind in ("nodes", "nrts") else items[-1]
+    if kind == "appgroups":
+        victim = next(i for i in items if i["metadata"]["namespace"] == "b")
+    rng = random.Random(seed)
+    spoiled: Any = victim
+    for _ in range(mutations):
+        spoiled, _ = mutate_tree(spoiled, rng)
+    if not isinstance(spoiled, dict):
+        spoiled = {"spec": spoiled}
+    # What the apiserver always sends: the object's identity.
+    meta = spoiled.get("metadata")
+    spoiled["metadata"] = dict(meta) if isinstance(meta, dict) else {}
+    for key in ("name", "namespace"):
+        if key in victim["metadata"]:
+            spoiled["metadata"][key] = victim["metadata"][key]
+    spoiled["metadata"]["resourceVersion"] = "spoiled"
+    items[items.index(victim)] = spoiled
+    # Costs are cluster-wide (links of every NetworkTopology), and a node's labels say where the
+    # pods placed on it are: changing either may change the member's network answers, rightly.
+    network_may_change = kind == "networktopologies" or (
+        kind == "nodes" and node_location(spoiled) != node_location(victim)
+    )
+    touched = victim["metadata"]["name"] if kind in ("nodes", "nrts") else None
+    outsider = POD | {"metadata": {**POD["metadata"], "namespace": "a", "uid": "u-test"}}
+    for pod, fields in ((outsider, ANSWER), (member(), NUMA if network_may_change else ANSWER)):
+        before, after = answers(good, pod), answers(bad, pod)
+        for name in NAMES:
+            if name != touched:
+                assert {f: after[name][f] for f in fields} == {f: before[name][f] for f in fields}, name
+        if touched is not None and not readable(kind, spoiled):  # else it is a valid, different object
+            kind_name = "Node" if kind == "nodes" else "NodeResourceTopology"
+            assert not after[touched]["fit"]
+            assert after[touched]["reason"].startswith(f"invalid {kind_name} {touched}: ")

@@ -1,0 +1,149 @@
+"""Pods, nodes and NRTs as placement reads them: garbage is an error naming the field, never a crash."""
+
+import copy
+import re
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import yaml
+
+from testkit.nrt import POD
+from testkit.paths import EXAMPLES
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.schedhook.placement.network import Location
+from toposched.schedhook.placement.parse import (
+    from_nrt,
+    node_location,
+    node_view,
+    parse_pod,
+    placed_pod,
+    pod_from_spec,
+)
+
+
+def _container(**fields: object) -> dict[str, Any]:
+    return {"containers": [{"name": "app", **fields}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (_container(resources={"limits": {"cpu": "1e999999"}}), "spec.containers[0].resources.limits.cpu: '1e999999'"),
+        (_container(resources={"limits": {"cpu": "abc"}}), "limits.cpu: 'abc' is not a Kubernetes quantity"),
+        (_container(resources={"limits": {"cpu": float("nan")}}), "limits.cpu: nan is not a Kubernetes quantity"),
+        (_container(resources={"requests": {"cpu": "8193"}}), "requests.cpu: cpu 8193 is more than any machine has"),
+        (_container(resources={"requests": {"memory": "-1Gi"}}), "requests.memory: memory -1073741824 is negative"),
+        (_container(resources={"requests": ["cpu"]}), "requests: expected a map of resource names to quantities"),
+        (_container(resources=5), "spec.containers[0].resources: expected an object"),
+        (_container(name=5), "spec.containers[0].name: expected a string"),
+        ({"containers": 5}, "spec.containers: expected a list of containers"),
+        ({"initContainers": ["x"]}, "spec.initContainers[0]: expected a container (an object)"),
+        ([1], "spec: expected a pod spec (an object)"),
+    ],
+    ids=[
+        "cpu-1e999999",
+        "cpu-abc",
+        "cpu-nan",
+        "more-cpus-than-a-machine",
+        "negative-memory",
+        "requests-a-list",
+        "resources-a-number",
+        "name-a-number",
+        "containers-5",
+        "init-container-a-string",
+        "spec-a-list",
+    ],
+)
+def test_a_pod_no_machine_can_run_is_an_error_naming_the_field(spec: object, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        pod_from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ("x", "metadata: expected an object"),
+        ({"labels": ["a"]}, "metadata.labels: expected a map of strings"),
+        ({"annotations": {"a": 5}}, "metadata.annotations: expected a map of strings"),
+        ({"namespace": 5}, "metadata.namespace: expected a string"),
+    ],
+    ids=["metadata-a-string", "labels-a-list", "annotation-a-number", "namespace-a-number"],
+)
+def test_pod_metadata(metadata: object, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_pod({"metadata": metadata, "spec": POD["spec"]})
+
+
+def test_a_valid_pod_parses() -> None:
+    pod, meta = parse_pod(POD)
+    assert pod.containers[0].request == {"cpu": 8, "memory": 16 * 2**30, "example.com/nic": 1}
+    assert (meta.namespace, dict(meta.labels)) == ("default", {})
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        ({"status": {"allocatable": {"cpu": "1e999999"}}}, "status.allocatable.cpu: '1e999999' is more than any"),
+        ({"status": {"allocatable": "64"}}, "status.allocatable: expected a map"),
+        ({"status": ["x"]}, "status: expected an object"),
+    ],
+    ids=["allocatable-1e999999", "allocatable-a-string", "status-a-list"],
+)
+def test_node_view(node: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        node_view(node)
+
+
+@pytest.mark.parametrize(
+    ("node", "location"),
+    [
+        ({"metadata": {"labels": {ZONE_LABEL: "z1", REGION_LABEL: "r1"}}}, Location("r1", "z1")),
+        ({"metadata": {"labels": {ZONE_LABEL: 5, REGION_LABEL: "r1"}}}, Location("r1", None)),
+        ({"metadata": {"labels": ["x"]}}, Location(None, None)),
+        ({"metadata": ["x"]}, Location(None, None)),
+    ],
+    ids=["labelled", "zone-a-number", "labels-a-list", "metadata-a-list"],
+)
+def test_a_label_that_is_not_a_string_counts_as_absent(node: dict[str, Any], location: Location) -> None:
+    assert node_location(node) == location
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        {"metadata": 5, "spec": {"nodeName": "n"}},
+        {"spec": {"nodeName": ["n"]}},
+        {"spec": {"nodeName": "n"}, "status": "Running"},
+        {"metadata": {"labels": 5}, "spec": {"nodeName": "n"}, "status": {}},
+    ],
+    ids=["metadata-a-number", "node-a-list", "status-a-string", "labels-a-number"],
+)
+def test_a_garbled_bound_pod_is_not_counted_or_counted_plainly(pod: dict[str, Any]) -> None:
+    placed = placed_pod(pod)
+    assert placed is None or (placed.appgroup, placed.workload, placed.numa) == (None, None, ())
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ['["node-99999999"]', '["node-²"]', '{"a": 1}', "[1, [2]]", "not json"],
+    ids=["numa-id-beyond-linux", "superscript", "object", "nested", "not-json"],
+)
+def test_numa_zones_annotation_that_is_garbage_means_none(annotation: str) -> None:
+    pod = {"metadata": {"annotations": {"toposched.io/numa-zones": annotation}}, "spec": {"nodeName": "n"}}
+    placed = placed_pod(pod)
+    assert placed is not None
+    assert placed.numa == ()
+
+
+def test_zones_that_are_not_numa_nodes_are_ignored() -> None:
+    body = yaml.safe_load((EXAMPLES / "noderesourcetopology-worker-1.yaml").read_text())
+    for name in ("node-²", "node-01", "node-99999999999999999999"):
+        extra = copy.deepcopy(body["zones"][0])
+        extra["name"] = name
+        extra["costs"] = [{"name": "node-²", "value": 10}, {"name": name, "value": 10}]
+        body["zones"].append(extra)
+    node = from_nrt(NodeResourceTopology.model_validate(body))
+    assert node.numa_ids == [0, 1]
+    assert node.zones[0].available["cpu"] == Decimal(30)

@@ -4,20 +4,22 @@ import asyncio
 import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from string import Template
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from testkit.certs import ExtenderPKI, KeyPair, extender_pki
 from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
-from testkit.paths import EXAMPLES, REPO, SCHEDULER_CONFIG
+from testkit.extender import REFUSED, call, client_context, ready, scheduler_config
+from testkit.paths import EXAMPLES, REPO
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.operators.appgroup.toposort import sort_spec
@@ -28,34 +30,22 @@ NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
 
 @pytest.fixture(scope="module")
-def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
+    """A CA, schedhook's serving certificate (extender and webhooks) and kube-scheduler's client certificate."""
+    return extender_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def extender_and_scheduler(
+    kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory, pki: ExtenderPKI
+) -> Iterator[Path]:
     """``toposched schedhook`` and a second, real kube-scheduler with the toposched profile."""
     work = tmp_path_factory.mktemp("sched")
     port, webhook_port = free_port(), free_port()
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *(
-                "-addext",
-                "subjectAltName=IP:127.0.0.1",
-                "-keyout",
-                str(work / "key.pem"),
-                "-out",
-                str(work / "cert.pem"),
-            ),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    (work / "port").write_text(str(port))
     (work / "webhook-port").write_text(str(webhook_port))
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    config = Template(SCHEDULER_CONFIG.read_text()).substitute(
-        KUBECONFIG=kubeconfig,
-        LEADER_ELECT="false",
-        LEASE_NAMESPACE="kube-system",
-        EXTENDER_URL=f"http://127.0.0.1:{port}",
-    )
-    (work / "config.yaml").write_text(config)
+    (work / "config.yaml").write_text(scheduler_config(kubeconfig, port, pki))
     bin_dir = subprocess.run(
         [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -63,8 +53,9 @@ def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFa
         "extender": [
             *(sys.executable, "-m", "toposched", "schedhook", "--port", str(port), "--metrics-port", "0"),
             *("--address", "127.0.0.1", "--reservation-timeout", "300", "--order-wait", "20"),
-            *("--webhook-port", str(webhook_port), "--tls-cert", str(work / "cert.pem")),
-            *("--tls-key", str(work / "key.pem"), "--route-label", "toposched-webhook=on"),
+            *("--webhook-port", str(webhook_port), "--tls-cert", str(pki.serving.cert)),
+            *("--tls-key", str(pki.serving.key), "--route-label", "toposched-webhook=on"),
+            *("--extender-client-ca", str(pki.ca)),
         ],
         "scheduler": [f"{bin_dir}/kube-scheduler", f"--config={work / 'config.yaml'}", "--secure-port=0", "-v=2"],
     }
@@ -191,12 +182,67 @@ async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
     assert len(set(placed)) == 2, placed
 
 
+def anyone(pki: ExtenderPKI, identity: KeyPair | None) -> ssl.SSLContext:
+    """A caller that trusts the extender's certificate and presents ``identity`` (or none)."""
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if identity is not None:
+        context.load_cert_chain(identity.cert, identity.key)
+    return context
+
+
+async def test_only_the_schedulers_certificate_reaches_the_extender(
+    api: client.ApiClient, namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
+) -> None:
+    """The issue's reproduction: a pod no scheduler handles, bound by a direct POST /bind to a node."""
+    await wait_default_service_account(api, namespace)
+    core = client.CoreV1Api(api)
+    port = int((extender_and_scheduler / "port").read_text())
+    await wait_for(lambda: asyncio.to_thread(ready, port, pki), within=60, what="the extender ready")
+    node = f"target-{uuid.uuid4().hex[:6]}"
+    await ensure_kwok_node(api, node)
+    try:
+        pod = guaranteed("stray", 1, {})
+        pod.spec.scheduler_name = "nobody"
+        created = await core.create_namespaced_pod(namespace, pod)
+        bind = {"PodName": "stray", "PodNamespace": namespace, "PodUID": created.metadata.uid, "Node": node}
+        args = {"Pod": api.sanitize_for_serialization(created), "NodeNames": [node]}
+        callers: dict[str, ssl.SSLContext | None] = {
+            "plain HTTP": None,
+            "no certificate": anyone(pki, None),
+            "the CA's certificate for another name": anyone(pki, pki.impostor),
+            "kube-scheduler's name from another CA": anyone(pki, pki.stranger),
+        }
+        for who, context in callers.items():
+            for verb, body in (("/filter", args), ("/prioritize", args), ("/bind", bind)):
+                status, text = await call(port, verb, body, context)
+                print(f"{who} {verb}: {status} {text}")
+                assert status in (401, 403, REFUSED), (who, verb, status, text)
+        await asyncio.sleep(1)
+        assert (await core.read_namespaced_pod("stray", namespace)).spec.node_name is None
+
+        # The same requests with kube-scheduler's certificate are served.
+        scheduler = client_context(pki)
+        status, text = await call(port, "/filter", args, scheduler)
+        assert status == 200
+        assert json.loads(text)["NodeNames"] == [node]
+        status, text = await call(port, "/prioritize", args, scheduler)
+        assert status == 200
+        assert [p["Host"] for p in json.loads(text)] == [node]
+        status, text = await call(port, "/bind", bind, scheduler)
+        assert (status, json.loads(text)) == (200, {"Error": ""})
+        assert (await core.read_namespaced_pod("stray", namespace)).spec.node_name == node
+    finally:
+        await core.delete_node(node)
+
+
 @pytest.fixture
-async def webhooks(api: client.ApiClient, namespace: str, extender_and_scheduler: Path) -> AsyncIterator[None]:
+async def webhooks(
+    api: client.ApiClient, namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
+) -> AsyncIterator[None]:
     """Webhook configurations aimed at the test's schedhook, limited to this test's objects."""
     work = extender_and_scheduler
     port = int((work / "webhook-port").read_text())
-    ca = base64.b64encode((work / "cert.pem").read_bytes()).decode()
+    ca = base64.b64encode(pki.ca.read_bytes()).decode()
     name = f"toposched-test-{namespace}"
     await client.CoreV1Api(api).patch_namespace(namespace, {"metadata": {"labels": {"toposched-webhook": "on"}}})
 

@@ -4,19 +4,18 @@ import shutil
 import ssl
 from collections.abc import AsyncIterator
 
-import aiohttp
-import orjson
 import pytest
 from aiohttp import web
 
-from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, KeyPair, extender_pki
+from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
 from testkit.cluster import skip_or_fail
+from testkit.extender import REFUSED, call
 from testkit.nrt import POD
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.clientauth import certificate_names, require_client, server_context
 from toposched.schedhook.extender.server import Extender
 
-REFUSED = "refused in the handshake"
+BODY = {"Pod": POD, "NodeNames": ["n0"], "PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "n0"}
 
 
 @pytest.fixture(scope="module")
@@ -36,29 +35,6 @@ async def port(pki: ExtenderPKI) -> AsyncIterator[int]:
     await site.start()
     yield runner.addresses[0][1]
     await runner.cleanup()
-
-
-def client_context(pki: ExtenderPKI, pair: KeyPair | None) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(pki.ca))
-    if pair is not None:
-        context.load_cert_chain(pair.cert, pair.key)
-    return context
-
-
-async def call(port: int, path: str, context: ssl.SSLContext | None) -> int | str:
-    """The HTTP status, or how the connection failed."""
-    scheme = "https" if context is not None else "http"
-    body = orjson.dumps({"Pod": POD, "NodeNames": ["n0"], "PodName": "p", "PodNamespace": "d", "Node": "n0"})
-    method = "GET" if path in ("/healthz", "/readyz") else "POST"
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.request(method, f"{scheme}://127.0.0.1:{port}{path}", data=body, ssl=context or False) as answer,
-        ):
-            await answer.read()
-            return answer.status
-    except (aiohttp.ClientOSError, aiohttp.ClientSSLError, aiohttp.ServerDisconnectedError, ssl.SSLError):
-        return REFUSED
 
 
 CALLERS = {
@@ -86,12 +62,16 @@ CALLERS = {
     ],
 )
 async def test_callers(pki: ExtenderPKI, port: int, caller: str, path: str, expected: int | str) -> None:
-    assert await call(port, path, client_context(pki, CALLERS[caller](pki))) == expected
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    identity = CALLERS[caller](pki)
+    if identity is not None:
+        context.load_cert_chain(identity.cert, identity.key)
+    assert (await call(port, path, BODY, context))[0] == expected
 
 
 @pytest.mark.parametrize("path", ["/filter", "/prioritize", "/bind"])
 async def test_plain_http_is_not_served(port: int, path: str) -> None:
-    assert await call(port, path, None) == REFUSED
+    assert (await call(port, path, BODY, None))[0] == REFUSED
 
 
 @pytest.mark.parametrize(

@@ -61,16 +61,25 @@ def ready(port: int, pki: ExtenderPKI) -> bool:
 REFUSED = "refused in the handshake"
 
 
-async def call(port: int, path: str, body: Any, context: ssl.SSLContext | None) -> tuple[int | str, str]:
-    """One request to the extender on 127.0.0.1:``port``, over HTTPS with ``context`` or else plain
-    HTTP: (status, body), or (REFUSED, why) when no HTTP answer came back."""
+async def call(
+    port: int, path: str, body: Any, context: ssl.SSLContext | None, server_hostname: str | None = None
+) -> tuple[int | str, str]:
+    """One request to the extender on 127.0.0.1:``port``, over HTTPS with ``context`` (checking the
+    certificate for ``server_hostname``, default 127.0.0.1) or else plain HTTP: (status, body), or
+    (REFUSED, why) when no HTTP answer came back."""
     scheme = "https" if context is not None else "http"
     method = "GET" if path in ("/healthz", "/readyz") else "POST"
     data = None if method == "GET" else orjson.dumps(body)
     try:
         async with (
             aiohttp.ClientSession() as session,
-            session.request(method, f"{scheme}://127.0.0.1:{port}{path}", data=data, ssl=context or False) as answer,
+            session.request(
+                method,
+                f"{scheme}://127.0.0.1:{port}{path}",
+                data=data,
+                ssl=context or False,
+                server_hostname=server_hostname if context is not None else None,
+            ) as answer,
         ):
             return answer.status, (await answer.read()).decode(errors="replace")
     except (aiohttp.ClientOSError, aiohttp.ClientSSLError, aiohttp.ServerDisconnectedError, ssl.SSLError) as exc:

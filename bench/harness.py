@@ -21,8 +21,10 @@ from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
+from testkit.certs import ExtenderPKI, extender_pki
 from testkit.cluster import free_port
-from testkit.paths import REPO, SCHEDULER_CONFIG
+from testkit.extender import ready, schedhook_tls_args, scheduler_config
+from testkit.paths import REPO
 
 NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 BENCH_LABEL = "toposched-bench"
@@ -71,6 +73,14 @@ class Harness:
         self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         self.processes: list[subprocess.Popen[bytes]] = []
         self.api: client.ApiClient | None = None
+        self._pki: ExtenderPKI | None = None
+
+    @property
+    def pki(self) -> ExtenderPKI:
+        """Certificates of the extender and kube-scheduler (made once per run, when first needed)."""
+        if self._pki is None:
+            self._pki = extender_pki(self.work / "pki")
+        return self._pki
 
     async def __aenter__(self) -> "Harness":
         configuration = client.Configuration()
@@ -162,19 +172,14 @@ class Harness:
         (renamed to ``profile``, so variants can run side by side). Returns the extender's metrics port."""
         port, metrics = free_port(), free_port()
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
-        args += ["--metrics-port", str(metrics), "--no-remediation", *extra]
+        args += ["--metrics-port", str(metrics), "--no-remediation", *schedhook_tls_args(self.pki), *extra]
         self._start(args, f"extender-{profile}.log")
         deadline = time.monotonic() + 60
-        while not _ok(f"http://127.0.0.1:{port}/readyz"):
+        while not await asyncio.to_thread(ready, port, self.pki):
             if time.monotonic() > deadline:
                 raise SetupError(f"the extender did not become ready; see {self.work / f'extender-{profile}.log'}")
             await asyncio.sleep(0.2)
-        conf = Template(SCHEDULER_CONFIG.read_text()).substitute(
-            KUBECONFIG=self.kubeconfig,
-            LEADER_ELECT="false",
-            LEASE_NAMESPACE="kube-system",
-            EXTENDER_URL=f"http://127.0.0.1:{port}",
-        )
+        conf = scheduler_config(self.kubeconfig, port, self.pki)
         conf = conf.replace("schedulerName: toposched", f"schedulerName: {profile}")
         path = self.work / f"{profile}.yaml"
         path.write_text(conf)
@@ -332,13 +337,6 @@ def _bucket_quantile(buckets: list[tuple[float, float]], count: float, q: float)
         if count and cumulative >= q * count:
             return None if le == float("inf") else round(le * 1000, 2)
     return None
-
-
-def _ok(url: str) -> bool:
-    try:
-        return bool(urllib.request.urlopen(url, timeout=1).status == 200)
-    except OSError:
-        return False
 
 
 async def _in_batches(calls: Sequence[Any], size: int = 50) -> None:

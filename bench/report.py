@@ -67,7 +67,7 @@ def headline(results: dict[str, Any]) -> list[str]:
         fp = sh["filter_and_prioritize_ms"]
         new = sh.get("filter_and_prioritize_new_shape_ms")
         lines.append(
-            f"- Extender at {sh['nodes']} nodes: filter + prioritize over HTTP median {fp['median']:.1f} ms, "
+            f"- Extender at {sh['nodes']} nodes: filter + prioritize over HTTPS median {fp['median']:.1f} ms, "
             f"p99 {fp['p99']:.1f} ms (a workload's repeated pod)"
             + (f", {new['median']:.1f} / {new['p99']:.1f} ms (a new pod shape every call)" if new else "")
             + f"; the evaluation alone median {sh['evaluate_ms']['median']:.1f} ms."
@@ -298,7 +298,7 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
         f"## Extender: one pod against {sh['nodes']} two-NUMA nodes ({sh['fitting']} fit)",
         "",
         "A workload's pod is the same pod shape call after call while the cluster changes (one NRT",
-        "between two pure evaluations; over HTTP NRT updates and bind reservations arriving at",
+        "between two pure evaluations; over HTTPS NRT updates and bind reservations arriving at",
         f"{sh.get('churn_per_second', '?')}/s each); a new shape is a request no earlier call made.",
         "",
         "| path | median ms | p99 ms | min | max |",
@@ -307,24 +307,25 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
     for label, key in (
         ("evaluation (pure, columnar), a workload's pod", "evaluate_ms"),
         ("evaluation (pure, columnar), a new shape every call", "evaluate_new_shape_ms"),
-        ("filter over HTTP", "filter_ms"),
-        ("prioritize over HTTP", "prioritize_ms"),
-        ("filter + prioritize over HTTP, a workload's pod", "filter_and_prioritize_ms"),
-        ("filter + prioritize over HTTP, a new shape every call", "filter_and_prioritize_new_shape_ms"),
+        ("filter over HTTPS", "filter_ms"),
+        ("prioritize over HTTPS", "prioritize_ms"),
+        ("filter + prioritize over HTTPS, a workload's pod", "filter_and_prioritize_ms"),
+        ("filter + prioritize over HTTPS, a new shape every call", "filter_and_prioritize_new_shape_ms"),
         (
             f"filter + prioritize, {sh.get('default_candidates')} candidates (kube-scheduler's default sample)",
             "filter_and_prioritize_default_candidates_ms",
         ),
+        ("a new connection: TCP + TLS handshake (kube-scheduler keeps its connections)", "tls_handshake_ms"),
     ):
         if key not in sh:
             continue
         v = sh[key]
         lines.append(f"| {label} | {v['median']:.2f} | {v['p99']:.2f} | {v['min']:.2f} | {v['max']:.2f} |")
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    ax.hist(sh["samples_ms"]["filter_and_prioritize"], bins=30, color=COLORS["toposched"], alpha=0.8, label="HTTP")
+    ax.hist(sh["samples_ms"]["filter_and_prioritize"], bins=30, color=COLORS["toposched"], alpha=0.8, label="HTTPS")
     if "filter_and_prioritize_new_shape" in sh["samples_ms"]:
         new = sh["samples_ms"]["filter_and_prioritize_new_shape"]
-        ax.hist(new, bins=30, color=COLORS["plain"], alpha=0.6, label="HTTP, new shapes")
+        ax.hist(new, bins=30, color=COLORS["plain"], alpha=0.6, label="HTTPS, new shapes")
     ax.hist(sh["samples_ms"]["evaluate"], bins=30, color=COLORS["toposched-packed"], alpha=0.8, label="evaluation")
     ax.set_xlabel("ms per pod")
     ax.legend(fontsize=8)

@@ -1,9 +1,11 @@
 """Extender hot path: one pod against N nodes with two-NUMA NRTs.
 
 Two figures, each for two kinds of pod. The pure evaluation (``placement.evaluate``, columns over
-a synced table) and the extender over HTTP -- a client in a separate process posts kube-scheduler's
-filter and then prioritize requests (node names only, ``nodeCacheCapable``) and times each pair end
-to end, with the request bodies encoded beforehand so the client adds nothing but the socket.
+a synced table) and the extender over HTTPS as deployed -- a client in a separate process presents
+kube-scheduler's client certificate, posts kube-scheduler's filter and then prioritize requests
+(node names only, ``nodeCacheCapable``) on one kept-alive connection, as kube-scheduler does, and
+times each pair end to end, with the request bodies encoded beforehand so the client adds nothing
+but the socket. Apart, what keep-alive saves: a new connection's TCP and TLS handshakes.
 
 - "workload": the same pod shape again and again, as a Deployment's replicas arrive, while the
   cluster changes underneath: between two pure evaluations one NRT changes; over HTTP a task
@@ -18,21 +20,27 @@ import json
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from bench.stats import summary
+from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
 from testkit.nrt import POD, nrt
 from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.clientauth import require_client, server_context
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.server import Extender
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.snapshot import snapshot
 
+HANDSHAKES = 50
+"""New connections timed (TCP connect and TLS handshake with the client certificate)."""
 CHURN_PER_SECOND = 200
 """NRT updates (and as many bind reservations) per second during the HTTP runs: every node of
 5,000 updated every 25 s."""
@@ -48,10 +56,12 @@ def shaped(i: int) -> dict[str, Any]:
 
 
 CLIENT = """
-import http.client, json, sys, time
-port, repeats = int(sys.argv[1]), int(sys.argv[2])
+import http.client, json, ssl, sys, time
+port, repeats, ca, cert, key = int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:6]
 bodies = json.loads(sys.stdin.buffer.read())
-conn = http.client.HTTPConnection("127.0.0.1", port)
+tls = ssl.create_default_context(cafile=ca)
+tls.load_cert_chain(cert, key)
+conn = http.client.HTTPSConnection("127.0.0.1", port, context=tls)
 headers = {"Content-Type": "application/json"}
 out = []
 for i in range(repeats + 3):
@@ -69,7 +79,14 @@ for i in range(repeats + 3):
     t3 = time.perf_counter()
     if i >= 3:  # warm-up: connection, first table sync
         out.append([(t1 - t0) * 1000, (t3 - t2) * 1000])
-print(json.dumps(out))
+handshakes = []
+for _ in range(HANDSHAKES):
+    fresh = http.client.HTTPSConnection("127.0.0.1", port, context=tls)
+    t0 = time.perf_counter()
+    fresh.connect()
+    handshakes.append((time.perf_counter() - t0) * 1000)
+    fresh.close()
+print(json.dumps({"pairs": out, "handshakes": handshakes}))
 """
 
 
@@ -88,27 +105,31 @@ async def _churn(cache: ClusterCache, names: list[str], rng: random.Random) -> N
         cache.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
 
 
-async def _over_http(cache: ClusterCache, bodies: list[dict[str, Any]], repeats: int) -> list[list[float]]:
+async def _over_http(
+    cache: ClusterCache, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
+) -> tuple[list[list[float]], list[float]]:
+    """(filter and prioritize ms per call, new-connection handshake ms) from a client in another process."""
     extender = Extender(cache, api=None, config=PlacementConfig(), bind_wait=0)
-    runner = web.AppRunner(extender.app(), access_log=None)
+    runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
     churn = asyncio.create_task(_churn(cache, list(bodies[0]["NodeNames"]), random.Random(7)))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        CLIENT,
-        str(port),
-        str(repeats),
+        CLIENT.replace("HANDSHAKES", str(HANDSHAKES)),
+        *(str(port), str(repeats), str(pki.ca), str(pki.scheduler.cert), str(pki.scheduler.key)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
     out, _ = await proc.communicate(json.dumps(bodies).encode())
     churn.cancel()
     await runner.cleanup()
-    return json.loads(out)  # type: ignore[no-any-return]
+    answer = json.loads(out)
+    return answer["pairs"], answer["handshakes"]
 
 
 def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shape: bool) -> list[float]:
@@ -145,15 +166,16 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     cache.synced.set()
     gc.collect()
     gc.freeze()  # as the extender does once its cache has synced
+    pki = extender_pki(Path(tempfile.mkdtemp(prefix="toposched-bench-pki-")))
     workload = [{"Pod": POD, "NodeNames": names}]
-    pairs = asyncio.run(_over_http(cache, workload, repeats))
+    pairs, handshakes = asyncio.run(_over_http(cache, workload, repeats, pki))
     new_shapes = [{"Pod": shaped(i), "NodeNames": names} for i in range(repeats + 3)]
-    pairs_new = asyncio.run(_over_http(cache, new_shapes, repeats))
+    pairs_new, _ = asyncio.run(_over_http(cache, new_shapes, repeats, pki))
     # What kube-scheduler sends by default: it stops after finding max(100, 5% .. 50%) feasible
     # nodes (percentageOfNodesToScore adapts to 50 - nodes/125, at least 5%): 500 of 5,000.
     sample = max(100, nodes * max(5, 50 - nodes // 125) // 100)
     sampled = [{"Pod": POD, "NodeNames": names[:: max(1, nodes // sample)][:sample]}]
-    pairs_sampled = asyncio.run(_over_http(cache, sampled, repeats))
+    pairs_sampled, _ = asyncio.run(_over_http(cache, sampled, repeats, pki))
     return {
         "nodes": nodes,
         "fitting": fits,
@@ -166,6 +188,7 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
         "filter_and_prioritize_new_shape_ms": summary([f + p for f, p in pairs_new], "ms"),
         "default_candidates": sample,
         "filter_and_prioritize_default_candidates_ms": summary([f + p for f, p in pairs_sampled], "ms"),
+        "tls_handshake_ms": summary(handshakes, "ms"),
         "samples_ms": {
             "evaluate": pure,
             "filter_and_prioritize": [f + p for f, p in pairs],

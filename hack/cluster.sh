@@ -21,6 +21,9 @@ export KWOK_WORKDIR="$state/kwok"
 cluster_dir="$KWOK_WORKDIR/clusters/$name"
 
 real_nodes=${REAL_NODES:-0}
+# The configuration the cluster was created with: kwokctl keeps it, so a changed hack/kwokctl.yaml
+# takes effect only in a new cluster.
+config_stamp="$state/kwokctl.yaml.sha256"
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -109,9 +112,12 @@ Stop it with: make cluster-down
 EOF
 }
 
+config_hash() { sha256sum <"$repo/hack/kwokctl.yaml" | cut -d' ' -f1; }
+
 create() {
   log "creating the cluster (logs in $cluster_dir/logs)"
   mkdir -p "$state"
+  config_hash >"$config_stamp"
   "${kwokctl[@]}" create cluster \
     --runtime binary \
     --kube-apiserver-binary "$bin/kube-apiserver" \
@@ -131,6 +137,10 @@ create() {
 
 up() {
   binaries
+  if [[ -d "$cluster_dir" && "$(cat "$config_stamp" 2>/dev/null)" != "$(config_hash)" ]]; then
+    log "hack/kwokctl.yaml changed since the cluster was created; creating it again"
+    down
+  fi
   if [[ -d "$cluster_dir" ]]; then
     write_kubeconfig 2>/dev/null || true
     if healthy; then
@@ -172,7 +182,7 @@ down() {
   binaries
   "${kwokctl[@]}" delete cluster --kubeconfig "$state/kwokctl-kubeconfig" >"$state/delete.log" 2>&1 ||
     die "kwokctl could not delete the cluster; see $state/delete.log"
-  rm -f "$kubeconfig" "$state/kwokctl-kubeconfig"
+  rm -f "$kubeconfig" "$state/kwokctl-kubeconfig" "$config_stamp"
   log "stopped"
 }
 

@@ -166,12 +166,25 @@ class OperatorProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def metric(self, name: str) -> float:
-        """Sum of a Prometheus metric's samples from the operator's /metrics endpoint."""
+    def metric(self, name: str, within: float = 30) -> float:
+        """Sum of a Prometheus metric's samples from the operator's /metrics endpoint.
+
+        A process started a moment ago may not serve it yet (it starts with the operator's start-up
+        handler, seconds after the process on a loaded machine): connections are refused until then.
+        """
+        import urllib.error
         import urllib.request
 
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
-            text = response.read().decode()
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+                    text = response.read().decode()
+                break
+            except urllib.error.URLError as exc:
+                if not isinstance(exc.reason, ConnectionRefusedError) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name) and " " in line)
 
 

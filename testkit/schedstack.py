@@ -2,7 +2,8 @@
 schedhook`` (extender, remediation, order gates; no webhooks) and a second kube-scheduler with the
 shipped profile (``charts/toposched/files/kube-scheduler-config.yaml``) calling it.
 
-Start and stop are bounded; the logs stay in ``work``. Stdlib only.
+Both speak HTTPS with certificates made in ``work/pki``, as in the chart. Start and stop are
+bounded; the logs stay in ``work``.
 
     with scheduler_stack(kubeconfig, work) as stack:   # pods with schedulerName: toposched
         ...
@@ -16,13 +17,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from string import Template
 
-from testkit.paths import REPO, SCHEDULER_CONFIG
+from testkit.certs import ExtenderPKI, extender_pki
+from testkit.extender import ready, schedhook_tls_args, scheduler_config
+from testkit.paths import REPO
 
 
 class StackError(RuntimeError):
@@ -55,6 +56,7 @@ class SchedulerStack:
     profile: str = "toposched"
     port: int = field(default_factory=_free_port)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    pki: ExtenderPKI | None = None
 
     def log(self, name: str) -> Path:
         return self.work / f"{name}.log"
@@ -69,20 +71,17 @@ class SchedulerStack:
     def start(self, timeout: float = 60) -> None:
         """The extender first (ready once its cache synced), then kube-scheduler."""
         self.work.mkdir(parents=True, exist_ok=True)
+        pki = self.pki = extender_pki(self.work / "pki")
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(self.port)]
-        extender = self._start("extender", [*args, "--metrics-port", "0", *self.extender_args])
+        args += ["--metrics-port", "0", *schedhook_tls_args(pki)]
+        extender = self._start("extender", [*args, *self.extender_args])
         deadline = time.monotonic() + timeout
-        while not self._ready():
+        while not ready(self.port, pki):
             if extender.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise StackError(f"the extender did not become ready:\n{_tail(self.log('extender'))}")
             time.sleep(0.2)
-        config = Template(SCHEDULER_CONFIG.read_text()).substitute(
-            KUBECONFIG=self.kubeconfig,
-            LEADER_ELECT="false",
-            LEASE_NAMESPACE="kube-system",
-            EXTENDER_URL=f"http://127.0.0.1:{self.port}",
-        )
+        config = scheduler_config(self.kubeconfig, self.port, pki)
         path = self.work / f"{self.profile}.yaml"
         path.write_text(config.replace("schedulerName: toposched", f"schedulerName: {self.profile}"))
         command = [str(bin_dir() / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
@@ -91,13 +90,6 @@ class SchedulerStack:
         if scheduler.poll() is not None:
             self.stop()
             raise StackError(f"kube-scheduler exited:\n{_tail(self.log('kube-scheduler'))}")
-
-    def _ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as r:
-                return bool(r.status == 200)
-        except OSError:
-            return False
 
     def stop(self, timeout: float = 15) -> None:
         for proc in self.processes.values():

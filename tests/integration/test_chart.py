@@ -2,11 +2,13 @@
 least-privilege RBAC (each component run with its own ServiceAccount's token), uninstall."""
 
 import asyncio
+import base64
 import os
+import ssl
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +16,16 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from testkit.certs import ExtenderPKI, KeyPair, extender_pki
 from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_for
+from testkit.extender import REFUSED, call, schedhook_tls_args
 from testkit.paths import CRDS, EXAMPLES, REPO
-from testkit.sysfs import two_socket
+from testkit.sysfs import eight_node, two_socket
 from toposched.exporter.kubeletconfig import KubeletConfig
-from toposched.exporter.publisher import Publisher
+from toposched.exporter.publisher import NRTS, Publisher
 from toposched.exporter.sysfs import read_machine
 from toposched.exporter.topology import Inputs, build
-from toposched.kube.nodeclient import KubeAPI
+from toposched.kube.nodeclient import ApiError, KubeAPI
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -73,6 +77,65 @@ def test_chart_crds_are_the_repo_crds() -> None:
         assert (CHART / "files" / "crds" / crd.name).read_text() == crd.read_text(), f"{crd.name} drifted"
 
 
+def rendered(*values: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """``helm template`` of a release named t in namespace ns: (kind, name) -> object."""
+    text = run(tool("helm"), "template", "t", str(CHART), "-n", "ns", *values)
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(text) if d}
+
+
+def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
+    """The chart's wiring of the extender: HTTPS with a client certificate the extender checks, and
+    a NetworkPolicy that admits only the release's kube-scheduler pods to the extender port."""
+    objects = rendered()
+    schedhook = objects["Deployment", "t-toposched-schedhook"]["spec"]["template"]
+    scheduler = objects["Deployment", "t-toposched-scheduler"]["spec"]["template"]
+    (container,) = schedhook["spec"]["containers"]
+    assert "--extender-client-name=t-toposched-scheduler" in container["args"]
+    assert "--extender-client-ca=/tls/ca.crt" in container["args"]
+    assert {container["livenessProbe"]["httpGet"]["scheme"], container["readinessProbe"]["httpGet"]["scheme"]} == {
+        "HTTPS"
+    }
+
+    config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
+    (extender,) = config["extenders"]
+    assert extender["urlPrefix"] == "https://t-toposched-schedhook.ns.svc:8888"
+    assert extender["enableHTTPS"] is True
+    (mount,) = [m for m in scheduler["spec"]["containers"][0]["volumeMounts"] if m["name"] == "tls"]
+    (volume,) = [v for v in scheduler["spec"]["volumes"] if v["name"] == "tls"]
+    assert volume["secret"]["secretName"] == "t-toposched-scheduler-tls"
+    files = {"certFile": "tls.crt", "keyFile": "tls.key", "caFile": "ca.crt"}
+    assert extender["tlsConfig"] == {key: f"{mount['mountPath']}/{name}" for key, name in files.items()}
+
+    # The generated client certificate names the client the extender accepts, and chains to the CA
+    # the extender verifies with (schedhook's Secret's ca.crt).
+    for secret in ("t-toposched-schedhook-tls", "t-toposched-scheduler-tls"):
+        for key, value in objects["Secret", secret]["data"].items():
+            (tmp_path / f"{secret}-{key}").write_bytes(base64.b64decode(value))
+    client_cert = str(tmp_path / "t-toposched-scheduler-tls-tls.crt")
+    subject = run("openssl", "x509", "-in", client_cert, "-noout", "-subject", "-nameopt", "sep_multiline")
+    assert "CN=t-toposched-scheduler" in subject
+    run("openssl", "verify", "-CAfile", str(tmp_path / "t-toposched-schedhook-tls-ca.crt"), client_cert)
+
+    policy = objects["NetworkPolicy", "t-toposched-schedhook"]["spec"]
+    assert policy["podSelector"]["matchLabels"] == schedhook["metadata"]["labels"]
+    assert policy["policyTypes"] == ["Ingress"]
+    (to_extender,) = [rule for rule in policy["ingress"] if rule["ports"][0]["port"] == "extender"]
+    assert to_extender["from"] == [{"podSelector": {"matchLabels": scheduler["metadata"]["labels"]}}]
+    assert "extender" in {p["name"] for p in container["ports"]}
+
+
+def test_exporter_listens_on_its_pod_ip_only() -> None:
+    """On the host network (netperf) the pod's IP is the node's: not every interface of the node."""
+    daemonset = rendered("-f", str(ALL_FEATURES))["DaemonSet", "t-toposched-exporter"]["spec"]["template"]["spec"]
+    assert daemonset["hostNetwork"] is True
+    containers = {c["name"]: c for c in daemonset["containers"]}
+    pod_ip = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+    for name in ("exporter", "netserver"):
+        assert pod_ip in containers[name]["env"]
+    assert {"--metrics-address=$(POD_IP)", "--health-address=$(POD_IP)"} <= set(containers["exporter"]["args"])
+    assert containers["netserver"]["command"][-2:] == ["-L", "$(POD_IP)"]
+
+
 @pytest.mark.parametrize("values", [[], ["-f", str(ALL_FEATURES)]], ids=["default", "all-features"])
 def test_rendered_manifests_are_accepted_by_the_apiserver(kubeconfig: Path, namespace: str, values: list[str]) -> None:
     rendered = run(tool("helm"), "template", "dry", str(CHART), "-n", namespace, *values)
@@ -94,7 +157,7 @@ def release(kubeconfig: Path) -> Iterator[tuple[str, str]]:
         "get",
         "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,"
         "validatingwebhookconfigurations,rolebindings,roles,deployments,daemonsets,services,secrets,"
-        "serviceaccounts,configmaps",
+        "serviceaccounts,configmaps,networkpolicies,validatingadmissionpolicies,validatingadmissionpolicybindings",
         "-A",
         "-l",
         f"app.kubernetes.io/instance={name}",
@@ -208,6 +271,31 @@ async def sa_token(api: client.ApiClient, release: tuple[str, str], component: s
     return str(answer.status.token)
 
 
+async def node_bound_token(api: client.ApiClient, release: tuple[str, str], component: str, node: str) -> str:
+    """A token of the component's ServiceAccount bound to a pod of it on ``node``, as the kubelet mounts
+    into a DaemonSet's pod: the apiserver adds the node's name to every request made with it."""
+    account = f"{release[0]}-toposched-{component}"
+    core = client.CoreV1Api(api)
+    pod = {
+        "metadata": {"name": f"{component}-{node}"},
+        "spec": {
+            "nodeName": node,
+            "serviceAccountName": account,
+            "automountServiceAccountToken": False,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": component, "image": "example.invalid/exporter:1"}],
+        },
+    }
+    created = await core.create_namespaced_pod(release[1], pod)
+    bound = client.V1BoundObjectReference(api_version="v1", kind="Pod", name=created.metadata.name)
+    bound.uid = created.metadata.uid
+    spec = client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600, bound_object_ref=bound)
+    answer = await core.create_namespaced_service_account_token(
+        account, release[1], client.AuthenticationV1TokenRequest(spec=spec)
+    )
+    return str(answer.status.token)
+
+
 def token_kubeconfig(admin: Path, token: str, path: Path) -> Path:
     """A kubeconfig for the local cluster that authenticates with ``token`` only."""
     cluster = yaml.safe_load(admin.read_text())["clusters"][0]["cluster"]
@@ -271,7 +359,8 @@ async def test_exporter_works_with_its_service_account(
 ) -> None:
     node = f"rbac-{uuid.uuid4().hex[:6]}"
     await ensure_kwok_node(api, node)
-    config = token_kubeconfig(kubeconfig, await sa_token(api, release, "exporter"), tmp_path / "kubeconfig")
+    token = await node_bound_token(api, release, "exporter", node)
+    config = token_kubeconfig(kubeconfig, token, tmp_path / "kubeconfig")
     async with KubeAPI.from_kubeconfig(config) as kube:
         publisher = Publisher(kube, node)
         machine = read_machine(two_socket(tmp_path))
@@ -285,9 +374,128 @@ async def test_exporter_works_with_its_service_account(
     await client.CoreV1Api(api).delete_node(node)
 
 
-def start_schedhook(config: Path, port: int, log: Path) -> "subprocess.Popen[bytes]":
+@pytest.fixture(scope="module")
+async def nodes_a_and_b(
+    api: client.ApiClient, kubeconfig: Path, release: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[str, str]]:
+    """Two kwok nodes, and the exporter's tokens: one bound to its pod on node A, one bound to nothing."""
+    tag, work = uuid.uuid4().hex[:6], tmp_path_factory.mktemp("restriction")
+    names = {"a": f"node-a-{tag}", "b": f"node-b-{tag}"}
+    for name in names.values():
+        await ensure_kwok_node(api, name)
+    token = await node_bound_token(api, release, "exporter", names["a"])
+
+    async def in_force() -> bool:
+        # The apiserver loads new policies asynchronously; a dry run goes through admission all the same.
+        async with KubeAPI.from_kubeconfig(token_kubeconfig(kubeconfig, token, work / "kubeconfig")) as kube:
+            body = {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology"}
+            body |= {"metadata": {"name": names["b"]}, "zones": [{"name": "node-0", "type": "Node"}]}
+            try:
+                await kube.request("POST", NRTS, body, dryRun="All")
+            except ApiError as exc:
+                return exc.status == 403
+            return False
+
+    await wait_for(in_force, within=30, what="the exporter's node restriction in force")
+    yield {**names, "token-a": token}
+    for name in names.values():
+        await client.CoreV1Api(api).delete_node(name)
+
+
+async def write(kube: KubeAPI, node: str, what: str, tmp_path: Path) -> None:
+    """What the exporter writes: the node's NRT (created or replaced), or the node's bandwidth."""
+    publisher = Publisher(kube, node)
+    if what == "bandwidth":
+        await publisher.advertise_bandwidth(10**10)
+        return
+    owner = await publisher.owner()
+    # The admin's NRT differs from the exporter's, so the exporter replaces it.
+    sysfs = eight_node(tmp_path / what) if what == "admin" else two_socket(tmp_path / what)
+    assert await publisher.publish(build(Inputs(node, read_machine(sysfs), KubeletConfig(), owner=owner))) is True
+
+
+NOT_OWN = "the toposched exporter on node {a} may write {what} of its own node only, not of {b}"
+
+
+@pytest.mark.parametrize(
+    ("token", "what", "node", "denied"),
+    [
+        pytest.param("token-a", "create", "a", None, id="own-nrt-created"),
+        pytest.param("token-a", "replace", "a", None, id="own-nrt-replaced"),
+        pytest.param("token-a", "bandwidth", "a", None, id="own-node-status"),
+        pytest.param("token-a", "create", "b", NOT_OWN, id="other-nrt-created"),
+        pytest.param("token-a", "replace", "b", NOT_OWN, id="other-nrt-replaced"),
+        pytest.param("token-a", "bandwidth", "b", NOT_OWN, id="other-node-status"),
+        pytest.param(
+            "unbound",
+            "create",
+            "a",
+            "the toposched exporter may write {what} of its own node only, and its token names no node",
+            id="token-bound-to-no-node",
+        ),
+    ],
+)
+async def test_exporter_writes_only_its_own_node(
+    api: client.ApiClient,
+    kubeconfig: Path,
+    release: tuple[str, str],
+    nodes_a_and_b: dict[str, str],
+    tmp_path: Path,
+    token: str,
+    what: str,
+    node: str,
+    denied: str | None,
+) -> None:
+    """The chart's ValidatingAdmissionPolicy: node A's exporter writes A's NRT and status, never B's."""
+    target = nodes_a_and_b[node]
+    custom = client.CustomObjectsApi(api)
+    try:
+        await custom.delete_cluster_custom_object("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", target)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+    if what == "replace":
+        async with KubeAPI.from_kubeconfig(kubeconfig) as admin:
+            await write(admin, target, "admin", tmp_path)
+    secret = nodes_a_and_b[token] if token != "unbound" else await sa_token(api, release, "exporter")
+    async with KubeAPI.from_kubeconfig(token_kubeconfig(kubeconfig, secret, tmp_path / "kubeconfig")) as kube:
+        if denied is None:
+            await write(kube, target, what, tmp_path)
+            return
+        with pytest.raises(ApiError) as info:
+            await write(kube, target, what, tmp_path)
+    print(f"{what} {target} with {token}: {info.value}")
+    resource = "nodes/status" if what == "bandwidth" else "noderesourcetopologies"
+    assert info.value.status == 403
+    assert denied.format(what=resource, **nodes_a_and_b) in str(info.value)
+
+
+@pytest.fixture(scope="module")
+async def chart_pki(
+    api: client.ApiClient, release: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> ExtenderPKI:
+    """The certificates the chart generated (schedhook's and kube-scheduler's), as files; the
+    "impostor" is schedhook's own certificate presented as a client (the same CA, another name)."""
+    work = tmp_path_factory.mktemp("chart-pki")
+    pairs = {}
+    for component in ("schedhook", "scheduler"):
+        secret = await client.CoreV1Api(api).read_namespaced_secret(
+            f"{release[0]}-toposched-{component}-tls", release[1]
+        )
+        for key, value in secret.data.items():
+            (work / f"{component}-{key}").write_bytes(base64.b64decode(value))
+        pairs[component] = KeyPair(work / f"{component}-tls.crt", work / f"{component}-tls.key")
+    stranger = extender_pki(work / "other").stranger
+    return ExtenderPKI(work / "schedhook-ca.crt", pairs["schedhook"], pairs["scheduler"], pairs["schedhook"], stranger)
+
+
+def start_schedhook(
+    config: Path, port: int, log: Path, pki: ExtenderPKI, release: tuple[str, str]
+) -> "subprocess.Popen[bytes]":
+    """schedhook with the chart's certificates and flags, on 127.0.0.1 (the webhooks off: not needed)."""
     env = {**os.environ, "KUBECONFIG": str(config)}
     command = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
+    command += [*schedhook_tls_args(pki), "--extender-client-name", f"{release[0]}-toposched-scheduler"]
     with log.open("wb") as out:
         return subprocess.Popen(
             [*command, "--metrics-port", "0", "--no-remediation"],
@@ -298,18 +506,26 @@ def start_schedhook(config: Path, port: int, log: Path) -> "subprocess.Popen[byt
         )
 
 
+def service_name(release: tuple[str, str]) -> str:
+    """The name in schedhook's certificate: its Service's, which kube-scheduler calls."""
+    return f"{release[0]}-toposched-schedhook.{release[1]}.svc"
+
+
 async def test_schedhook_works_with_its_service_account(
-    api: client.ApiClient, kubeconfig: Path, release: tuple[str, str], tmp_path: Path
+    api: client.ApiClient, kubeconfig: Path, release: tuple[str, str], tmp_path: Path, chart_pki: ExtenderPKI
 ) -> None:
     config = token_kubeconfig(kubeconfig, await sa_token(api, release, "schedhook"), tmp_path / "kubeconfig")
     port = free_port()
-    proc = start_schedhook(config, port, tmp_path / "toposched.schedhook.log")
+    proc = start_schedhook(config, port, tmp_path / "toposched.schedhook.log", chart_pki, release)
+    tls = ssl.create_default_context(cafile=str(chart_pki.ca))  # as the kubelet's probes: no client certificate
     try:
 
         async def ready() -> bool:
             # Ready means every watch (nodes, pods, NRTs, AppGroups, NetworkTopologies) has listed.
             try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                reader, writer = await asyncio.open_connection(
+                    "127.0.0.1", port, ssl=tls, server_hostname=service_name(release)
+                )
             except OSError:
                 return False
             writer.write(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -321,3 +537,46 @@ async def test_schedhook_works_with_its_service_account(
         await wait_for(ready, within=60, what="schedhook ready with its ServiceAccount")
     finally:
         stop(proc, tmp_path / "toposched.schedhook.log")
+
+
+@pytest.mark.parametrize(
+    ("caller", "expected"),
+    [
+        pytest.param("scheduler", 200, id="the-charts-scheduler-certificate"),
+        pytest.param(None, 401, id="no-certificate"),
+        pytest.param("impostor", 403, id="schedhooks-own-certificate-as-a-client"),
+        pytest.param("stranger", REFUSED, id="the-schedulers-name-from-another-ca"),
+    ],
+)
+async def test_the_charts_certificates_admit_only_its_scheduler(
+    api: client.ApiClient,
+    kubeconfig: Path,
+    release: tuple[str, str],
+    tmp_path: Path,
+    chart_pki: ExtenderPKI,
+    caller: str | None,
+    expected: int | str,
+) -> None:
+    """schedhook as the chart runs it, called as kube-scheduler calls it (the Service's name, the
+    Secret's client certificate): only the certificate the chart issued to kube-scheduler is served."""
+    config = token_kubeconfig(kubeconfig, await sa_token(api, release, "schedhook"), tmp_path / "kubeconfig")
+    port = free_port()
+    proc = start_schedhook(config, port, tmp_path / "schedhook.log", chart_pki, release)
+    try:
+        probe = ssl.create_default_context(cafile=str(chart_pki.ca))
+        name = service_name(release)
+
+        async def listening() -> bool:
+            return (await call(port, "/healthz", None, probe, server_hostname=name))[0] == 200
+
+        await wait_for(listening, within=30, what="schedhook listening")
+        context = ssl.create_default_context(cafile=str(chart_pki.ca))
+        if caller is not None:
+            pair = getattr(chart_pki, caller)
+            context.load_cert_chain(pair.cert, pair.key)
+        args = {"Pod": {"metadata": {"uid": "u"}, "spec": {"containers": []}}, "NodeNames": []}
+        status, text = await call(port, "/filter", args, context, server_hostname=name)
+        print(f"{caller}: {status} {text}")
+        assert status == expected
+    finally:
+        stop(proc, tmp_path / "schedhook.log")

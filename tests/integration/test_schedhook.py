@@ -4,19 +4,19 @@ import asyncio
 import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from string import Template
 from typing import Any
 
-import aiohttp
 import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from testkit.certs import ExtenderPKI, KeyPair, extender_pki
 from testkit.cluster import (
     crd_without_bounds,
     create_accepted,
@@ -25,7 +25,8 @@ from testkit.cluster import (
     wait_default_service_account,
     wait_for,
 )
-from testkit.paths import EXAMPLES, REPO, SCHEDULER_CONFIG
+from testkit.extender import REFUSED, call, client_context, ready, scheduler_config
+from testkit.paths import EXAMPLES, REPO
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.operators.appgroup.toposort import sort_spec
@@ -36,35 +37,22 @@ NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
 
 @pytest.fixture(scope="module")
-def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
+    """A CA, schedhook's serving certificate (extender and webhooks) and kube-scheduler's client certificate."""
+    return extender_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def extender_and_scheduler(
+    kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory, pki: ExtenderPKI
+) -> Iterator[Path]:
     """``toposched schedhook`` and a second, real kube-scheduler with the toposched profile."""
     work = tmp_path_factory.mktemp("sched")
     port, webhook_port = free_port(), free_port()
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *(
-                "-addext",
-                "subjectAltName=IP:127.0.0.1",
-                "-keyout",
-                str(work / "key.pem"),
-                "-out",
-                str(work / "cert.pem"),
-            ),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    (work / "port").write_text(str(port))
     (work / "webhook-port").write_text(str(webhook_port))
-    (work / "extender-port").write_text(str(port))
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    config = Template(SCHEDULER_CONFIG.read_text()).substitute(
-        KUBECONFIG=kubeconfig,
-        LEADER_ELECT="false",
-        LEASE_NAMESPACE="kube-system",
-        EXTENDER_URL=f"http://127.0.0.1:{port}",
-    )
-    (work / "config.yaml").write_text(config)
+    (work / "config.yaml").write_text(scheduler_config(kubeconfig, port, pki))
     bin_dir = subprocess.run(
         [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -72,8 +60,9 @@ def extender_and_scheduler(kubeconfig: Path, tmp_path_factory: pytest.TempPathFa
         "extender": [
             *(sys.executable, "-m", "toposched", "schedhook", "--port", str(port), "--metrics-port", "0"),
             *("--address", "127.0.0.1", "--reservation-timeout", "300", "--order-wait", "20"),
-            *("--webhook-port", str(webhook_port), "--tls-cert", str(work / "cert.pem")),
-            *("--tls-key", str(work / "key.pem"), "--route-label", "toposched-webhook=on"),
+            *("--webhook-port", str(webhook_port), "--tls-cert", str(pki.serving.cert)),
+            *("--tls-key", str(pki.serving.key), "--route-label", "toposched-webhook=on"),
+            *("--extender-client-ca", str(pki.ca)),
         ],
         "scheduler": [f"{bin_dir}/kube-scheduler", f"--config={work / 'config.yaml'}", "--secure-port=0", "-v=2"],
     }
@@ -200,12 +189,67 @@ async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
     assert len(set(placed)) == 2, placed
 
 
+def anyone(pki: ExtenderPKI, identity: KeyPair | None) -> ssl.SSLContext:
+    """A caller that trusts the extender's certificate and presents ``identity`` (or none)."""
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if identity is not None:
+        context.load_cert_chain(identity.cert, identity.key)
+    return context
+
+
+async def test_only_the_schedulers_certificate_reaches_the_extender(
+    api: client.ApiClient, namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
+) -> None:
+    """The issue's reproduction: a pod no scheduler handles, bound by a direct POST /bind to a node."""
+    await wait_default_service_account(api, namespace)
+    core = client.CoreV1Api(api)
+    port = int((extender_and_scheduler / "port").read_text())
+    await wait_for(lambda: asyncio.to_thread(ready, port, pki), within=60, what="the extender ready")
+    node = f"target-{uuid.uuid4().hex[:6]}"
+    await ensure_kwok_node(api, node)
+    try:
+        pod = guaranteed("stray", 1, {})
+        pod.spec.scheduler_name = "nobody"
+        created = await core.create_namespaced_pod(namespace, pod)
+        bind = {"PodName": "stray", "PodNamespace": namespace, "PodUID": created.metadata.uid, "Node": node}
+        args = {"Pod": api.sanitize_for_serialization(created), "NodeNames": [node]}
+        callers: dict[str, ssl.SSLContext | None] = {
+            "plain HTTP": None,
+            "no certificate": anyone(pki, None),
+            "the CA's certificate for another name": anyone(pki, pki.impostor),
+            "kube-scheduler's name from another CA": anyone(pki, pki.stranger),
+        }
+        for who, context in callers.items():
+            for verb, body in (("/filter", args), ("/prioritize", args), ("/bind", bind)):
+                status, text = await call(port, verb, body, context)
+                print(f"{who} {verb}: {status} {text}")
+                assert status in (401, 403, REFUSED), (who, verb, status, text)
+        await asyncio.sleep(1)
+        assert (await core.read_namespaced_pod("stray", namespace)).spec.node_name is None
+
+        # The same requests with kube-scheduler's certificate are served.
+        scheduler = client_context(pki)
+        status, text = await call(port, "/filter", args, scheduler)
+        assert status == 200
+        assert json.loads(text)["NodeNames"] == [node]
+        status, text = await call(port, "/prioritize", args, scheduler)
+        assert status == 200
+        assert [p["Host"] for p in json.loads(text)] == [node]
+        status, text = await call(port, "/bind", bind, scheduler)
+        assert (status, json.loads(text)) == (200, {"Error": ""})
+        assert (await core.read_namespaced_pod("stray", namespace)).spec.node_name == node
+    finally:
+        await core.delete_node(node)
+
+
 @pytest.fixture
-async def webhooks(api: client.ApiClient, namespace: str, extender_and_scheduler: Path) -> AsyncIterator[None]:
+async def webhooks(
+    api: client.ApiClient, namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
+) -> AsyncIterator[None]:
     """Webhook configurations aimed at the test's schedhook, limited to this test's objects."""
     work = extender_and_scheduler
     port = int((work / "webhook-port").read_text())
-    ca = base64.b64encode((work / "cert.pem").read_bytes()).decode()
+    ca = base64.b64encode(pki.ca.read_bytes()).decode()
     name = f"toposched-test-{namespace}"
     await client.CoreV1Api(api).patch_namespace(namespace, {"metadata": {"labels": {"toposched-webhook": "on"}}})
 
@@ -467,22 +511,14 @@ async def test_online_boutique_is_released_in_order_and_lands_near_its_dependenc
             await core.delete_node(name)
 
 
-async def filter_call(work: Path, pod: dict[str, Any], names: list[str]) -> tuple[int, dict[str, Any]]:
+async def filter_call(
+    work: Path, pki: ExtenderPKI, pod: dict[str, Any], names: list[str]
+) -> tuple[int | str, dict[str, Any]]:
     """POST /filter to the running extender, as kube-scheduler does (once it is ready)."""
-    port = int((work / "extender-port").read_text())
-    async with aiohttp.ClientSession() as session:
-
-        async def ready() -> bool:
-            try:
-                async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
-                    return response.status == 200
-            except aiohttp.ClientConnectionError:
-                return False
-
-        await wait_for(ready, within=60, what="the extender ready")
-        body = {"Pod": pod, "NodeNames": names}
-        async with session.post(f"http://127.0.0.1:{port}/filter", json=body) as response:
-            return response.status, await response.json(content_type=None)
+    port = int((work / "port").read_text())
+    await wait_for(lambda: asyncio.to_thread(ready, port, pki), within=60, what="the extender ready")
+    status, text = await call(port, "/filter", {"Pod": pod, "NodeNames": names}, client_context(pki))
+    return status, json.loads(text) if status == 200 else {"text": text}
 
 
 def unbounded_nrt(name: str, owner_uid: str) -> dict[str, Any]:
@@ -494,7 +530,7 @@ def unbounded_nrt(name: str, owner_uid: str) -> dict[str, Any]:
 
 
 async def test_an_nrt_of_1e999999_fails_only_its_node_with_the_reason(
-    api: client.ApiClient, kubectl: list[str], namespace: str, extender_and_scheduler: Path
+    api: client.ApiClient, kubectl: list[str], namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
 ) -> None:
     """Issue 15 item 4: such an NRT made every /filter answer 500, stopping all toposched scheduling."""
     await wait_default_service_account(api, namespace)
@@ -523,7 +559,7 @@ async def test_an_nrt_of_1e999999_fails_only_its_node_with_the_reason(
         pod["metadata"].update(namespace=namespace, uid=f"u-{tag}")
 
         async def answered() -> Any:
-            status, answer = await filter_call(extender_and_scheduler, pod, names)
+            status, answer = await filter_call(extender_and_scheduler, pki, pod, names)
             assert status == 200, answer  # before: 500 for every pod
             return answer if names[2] in answer["FailedNodes"] else None
 
@@ -552,7 +588,7 @@ async def test_an_nrt_of_1e999999_fails_only_its_node_with_the_reason(
 
 
 async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
-    api: client.ApiClient, namespace: str, nodes: dict[str, str], extender_and_scheduler: Path
+    api: client.ApiClient, namespace: str, nodes: dict[str, str], extender_and_scheduler: Path, pki: ExtenderPKI
 ) -> None:
     """Issue 15 item 6: the apiserver accepts cpu 1e999999; the extender answered such a pod 500."""
     await wait_default_service_account(api, namespace)
@@ -563,7 +599,7 @@ async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
     response = await core.read_namespaced_pod("greedy", namespace, _preload_content=False)
     stored = json.loads(await response.read())  # the pod exactly as kube-scheduler sends it
     assert stored["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1e999999"
-    status, answer = await filter_call(extender_and_scheduler, stored, list(nodes.values()))
+    status, answer = await filter_call(extender_and_scheduler, pki, stored, list(nodes.values()))
     assert status == 200
     assert answer["Error"] == (  # the apiserver copied the limits to the requests, read first
         "toposched: invalid pod: spec.containers[0].resources.requests.cpu: "
@@ -574,6 +610,6 @@ async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
     # The extender goes on answering the others.
     good = api.sanitize_for_serialization(guaranteed("fine", 2, {}))
     good["metadata"].update(namespace=namespace, uid="u-fine")
-    status, answer = await filter_call(extender_and_scheduler, good, list(nodes.values()))
+    status, answer = await filter_call(extender_and_scheduler, pki, good, list(nodes.values()))
     assert (status, answer["Error"]) == (200, "")
     assert sorted(answer["NodeNames"]) == sorted(nodes.values())

@@ -5,7 +5,8 @@ import pytest
 import yaml
 
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
-from toposched.cli import COMMANDS, main
+from toposched.cli import COMMANDS, build_parser, main
+from toposched.operators.settings import OperatorSettings
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,3 +94,68 @@ def test_netcost_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     }
     assert {"topologyKey": "topology.kubernetes.io/zone", "origin": "a", "destination": "c"} in document["unknownPairs"]
     assert "unknown node n9" in document["ignoredKeys"]["netperf.p90.latency.milliseconds.origin.n1.destination.n9"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="nothing"),
+        pytest.param(["--tls-cert", "c.pem", "--tls-key", "k.pem"], id="serving-certificate-without-client-ca"),
+        pytest.param(["--extender-client-ca", "ca.pem"], id="client-ca-without-serving-certificate"),
+    ],
+)
+def test_schedhook_refuses_to_serve_the_extender_without_tls(
+    capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    assert main(["schedhook", *args]) == 2
+    assert "the extender serves HTTPS to kube-scheduler only" in capsys.readouterr().err
+
+
+IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "expected"),
+    [
+        pytest.param(["schedhook"], {}, {"address": "127.0.0.1", "metrics_address": None}, id="schedhook-outside"),
+        pytest.param(["schedhook"], IN_A_POD, {"address": "0.0.0.0"}, id="schedhook-in-a-pod"),
+        pytest.param(["schedhook", "--address", "127.0.0.1"], IN_A_POD, {"address": "127.0.0.1"}, id="schedhook-told"),
+        pytest.param(
+            ["schedhook", "--metrics-address", "::1"], {}, {"metrics_address": "::1"}, id="schedhook-metrics-told"
+        ),
+        pytest.param(
+            ["exporter"], IN_A_POD, {"metrics_address": "127.0.0.1", "health_address": "127.0.0.1"}, id="exporter"
+        ),
+        pytest.param(
+            ["exporter"],
+            {"TOPOSCHED_METRICS_ADDRESS": "10.0.0.5", "TOPOSCHED_HEALTH_ADDRESS": "10.0.0.5"},
+            {"metrics_address": "10.0.0.5", "health_address": "10.0.0.5"},
+            id="exporter-told-by-environment",
+        ),
+        pytest.param(["operator", "--metrics-address", "::"], {}, {"metrics_address": "::"}, id="operator-told"),
+    ],
+)
+def test_listen_addresses(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], environment: dict[str, str], expected: dict[str, object]
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    args = build_parser(argv[0]).parse_args(argv)
+    assert {key: getattr(args, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("environment", "address"),
+    [
+        pytest.param({}, "127.0.0.1", id="outside"),
+        pytest.param(IN_A_POD, "0.0.0.0", id="in-a-pod"),
+        pytest.param({**IN_A_POD, "TOPOSCHED_METRICS_ADDRESS": "10.1.2.3"}, "10.1.2.3", id="told"),
+    ],
+)
+def test_operator_metrics_address(monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], address: str) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("TOPOSCHED_METRICS_ADDRESS", raising=False)
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    assert OperatorSettings.from_env().metrics_address == address

@@ -21,6 +21,10 @@ DEFAULTS = {
     "fingerprint_method": "with-exclusive-resources",
     "metrics_port": "9091",
     "health_port": "8081",
+    # Loopback unless told: the exporter may run on the host network, where every interface is the
+    # node's. The chart passes the pod's IP (on the host network, the node's own).
+    "metrics_address": "127.0.0.1",
+    "health_address": "127.0.0.1",
 }
 
 
@@ -53,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="publish the NICs' speed as the node's network.aware.com/bandwidth",
     )
     parser.add_argument("--metrics-port", type=int, default=int(_env("metrics_port")), help="0 turns metrics off")
+    parser.add_argument("--metrics-address", default=_env("metrics_address"), help="metrics listen address")
     parser.add_argument("--health-port", type=int, default=int(_env("health_port")), help="/healthz and /readyz")
+    parser.add_argument("--health-address", default=_env("health_address"), help="health listen address")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         advertise_bandwidth=args.advertise_bandwidth,
         metrics_port=args.metrics_port,
         health_port=args.health_port,
+        metrics_address=args.metrics_address,
+        health_address=args.health_address,
     )
     asyncio.run(Exporter(settings).run())
     return 0

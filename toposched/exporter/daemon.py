@@ -63,6 +63,8 @@ class ExporterSettings:
     advertise_bandwidth: bool = False
     metrics_port: int = 9091
     health_port: int = 8081
+    metrics_address: str = "127.0.0.1"
+    health_address: str = "127.0.0.1"
 
 
 class Exporter:
@@ -167,8 +169,10 @@ class Exporter:
 
     async def run(self) -> None:
         if self.s.metrics_port:
-            prometheus_client.start_http_server(self.s.metrics_port)
-        health = await asyncio.start_server(self._health, "0.0.0.0", self.s.health_port) if self.s.health_port else None
+            prometheus_client.start_http_server(self.s.metrics_port, self.s.metrics_address)
+        health = None
+        if self.s.health_port:
+            health = await asyncio.start_server(self._health, self.s.health_address, self.s.health_port)
         async with KubeAPI.from_environment() as api:
             podresources = PodResourcesClient(
                 self.s.podresources, observe=lambda m, t: PODRESOURCES_SECONDS.labels(m).observe(t)

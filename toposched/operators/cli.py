@@ -1,6 +1,7 @@
 """``toposched operator``: run every operator handler of the suite (same as ``kopf run -m operators.main``)."""
 
 import argparse
+import os
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
+    parser.add_argument(
+        "--metrics-address",
+        default=None,
+        help="metrics listen address ($TOPOSCHED_METRICS_ADDRESS; default: all interfaces in a pod, else 127.0.0.1)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -24,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
     import kopf
 
     import toposched.operators.main  # noqa: F401  (registers the handlers)
+
+    if args.metrics_address:  # the settings are read from the environment (as under `kopf run -m`)
+        os.environ["TOPOSCHED_METRICS_ADDRESS"] = args.metrics_address
 
     kopf.configure(verbose=args.verbose)
     kopf.run(

@@ -39,7 +39,7 @@ async def start(
     runtime = Runtime(settings=config, api=await connect())
     memo["runtime"] = runtime
     if config.metrics_port:
-        prometheus_client.start_http_server(config.metrics_port)
+        prometheus_client.start_http_server(config.metrics_port, config.metrics_address)
     # Everything loaded so far lives as long as the process: keep the collector from rescanning it.
     gc.freeze()
     # Indexes reach every handler as keyword arguments; the reconciler keeps them for its

@@ -4,6 +4,8 @@ import os
 import socket
 from dataclasses import dataclass
 
+from toposched.kube.listen import default_address
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(f"TOPOSCHED_{name}", default)
@@ -13,6 +15,8 @@ def _env(name: str, default: str) -> str:
 class OperatorSettings:
     metrics_port: int
     """Port of the Prometheus /metrics endpoint; 0 turns it off."""
+    metrics_address: str
+    """Its listen address: every interface in a pod (behind a Service), else loopback."""
     leader_election: bool
     """Take a Lease before writing, so that only one of several replicas acts."""
     lease_namespace: str
@@ -31,6 +35,7 @@ class OperatorSettings:
     def from_env(cls) -> "OperatorSettings":
         return cls(
             metrics_port=int(_env("METRICS_PORT", "9090")),
+            metrics_address=_env("METRICS_ADDRESS", default_address()),
             leader_election=_env("LEADER_ELECTION", "true").lower() in ("1", "true", "yes"),
             lease_namespace=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
             lease_name=_env("LEASE_NAME", "toposched-operator"),

@@ -15,12 +15,14 @@ import json
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from kubernetes_asyncio import client
 from prometheus_client import Counter, Histogram
 
@@ -218,8 +220,8 @@ class Extender:
     async def readyz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok") if self.cache.synced.is_set() else web.Response(status=503, text="syncing")
 
-    def app(self) -> web.Application:
-        application = web.Application()
+    def app(self, middlewares: Iterable[Middleware] = ()) -> web.Application:
+        application = web.Application(middlewares=middlewares)
         application.add_routes(
             [
                 web.post("/filter", self.filter),

@@ -1,0 +1,86 @@
+"""The extender as a local process: its TLS flags, kube-scheduler's configuration for it, a client.
+
+Tests and benchmarks run ``toposched schedhook`` and a real kube-scheduler beside the local control
+plane with the shipped scheduler configuration; both speak HTTPS with certificates from
+``testkit.certs``, as in the chart.
+"""
+
+import ssl
+import urllib.request
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import aiohttp
+import orjson
+
+from testkit.certs import ExtenderPKI, KeyPair
+from testkit.paths import SCHEDULER_CONFIG
+
+
+def schedhook_tls_args(pki: ExtenderPKI) -> list[str]:
+    """The extender's serving certificate and kube-scheduler's CA (the webhooks stay off without --tls-*)."""
+    return [
+        *("--extender-tls-cert", str(pki.serving.cert), "--extender-tls-key", str(pki.serving.key)),
+        *("--extender-client-ca", str(pki.ca)),
+    ]
+
+
+def scheduler_config(
+    kubeconfig: Path, port: int, pki: ExtenderPKI, leader_elect: bool = False, lease_namespace: str = "kube-system"
+) -> str:
+    """The chart's kube-scheduler configuration for an extender on 127.0.0.1:``port``."""
+    return Template(SCHEDULER_CONFIG.read_text()).substitute(
+        KUBECONFIG=kubeconfig,
+        LEADER_ELECT=str(leader_elect).lower(),
+        LEASE_NAMESPACE=lease_namespace,
+        EXTENDER_URL=f"https://127.0.0.1:{port}",
+        EXTENDER_CLIENT_CERT=pki.scheduler.cert,
+        EXTENDER_CLIENT_KEY=pki.scheduler.key,
+        EXTENDER_CA=pki.ca,
+    )
+
+
+def client_context(pki: ExtenderPKI, identity: KeyPair | None = None) -> ssl.SSLContext:
+    """TLS that trusts the extender, presenting ``identity`` (default: kube-scheduler's certificate)."""
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    pair = identity or pki.scheduler
+    context.load_cert_chain(pair.cert, pair.key)
+    return context
+
+
+def ready(port: int, pki: ExtenderPKI) -> bool:
+    """Whether the extender on 127.0.0.1:``port`` answers /readyz with 200 (its cache has synced)."""
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", timeout=1, context=client_context(pki)) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+REFUSED = "refused in the handshake"
+
+
+async def call(
+    port: int, path: str, body: Any, context: ssl.SSLContext | None, server_hostname: str | None = None
+) -> tuple[int | str, str]:
+    """One request to the extender on 127.0.0.1:``port``, over HTTPS with ``context`` (checking the
+    certificate for ``server_hostname``, default 127.0.0.1) or else plain HTTP: (status, body), or
+    (REFUSED, why) when no HTTP answer came back."""
+    scheme = "https" if context is not None else "http"
+    method = "GET" if path in ("/healthz", "/readyz") else "POST"
+    data = None if method == "GET" else orjson.dumps(body)
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                method,
+                f"{scheme}://127.0.0.1:{port}{path}",
+                data=data,
+                ssl=context or False,
+                server_hostname=server_hostname if context is not None else None,
+            ) as answer,
+        ):
+            return answer.status, (await answer.read()).decode(errors="replace")
+    except (aiohttp.ClientOSError, aiohttp.ClientSSLError, aiohttp.ServerDisconnectedError, ssl.SSLError) as exc:
+        return REFUSED, str(exc)

@@ -35,7 +35,7 @@ def appgroup(namespace: str, bandwidth: object = "100Mi") -> dict[str, Any]:
 
 def reconciler(appgroups: dict[tuple[str, str], list[dict[str, Any]]]) -> NetworkTopologyReconciler:
     """The reconciler's pure part, over indexes shaped as Kopf's (key -> list of bodies or views)."""
-    settings = OperatorSettings(0, False, "ns", "lease", "me", 0.1, "p90", 3600, 300)
+    settings = OperatorSettings(0, "127.0.0.1", False, "ns", "lease", "me", 0.1, "p90", 3600, 300)
     pods = {
         (ns, "online-boutique"): [PodView(True, None, node, w) for node, w in (("a", "frontend"), ("c", "cartservice"))]
         for ns, _ in appgroups

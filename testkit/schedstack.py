@@ -84,7 +84,7 @@ class SchedulerStack:
         config = scheduler_config(self.kubeconfig, self.port, pki)
         path = self.work / f"{self.profile}.yaml"
         path.write_text(config.replace("schedulerName: toposched", f"schedulerName: {self.profile}"))
-        command = [str(bin_dir() / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
+        command = [str(bin_dir() / "kube-scheduler"), f"--config={path}", "--secure-port=0", "-v=2"]
         scheduler = self._start("kube-scheduler", command)
         time.sleep(1)
         if scheduler.poll() is not None:

@@ -1,6 +1,7 @@
 """kube-apiserver restarts (SIGTERM and kill -9) with toposched's components running.
 
-Each component must resume within 5 s of the apiserver being ready again, log one line per
+The operator, the exporter and schedhook's extender (with a second kube-scheduler calling it over
+HTTPS) each must resume within 5 s of the apiserver being ready again, log one line per
 failure (no traceback), and never take an error answer for data. The control plane's own
 scheduler and controller-manager exit when they lose their leases during an outage; the test
 starts them again, as a kubelet would. ``TOPOSCHED_RESTARTS`` sets how many restarts (default 4).
@@ -12,6 +13,7 @@ import signal
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from testkit.cluster import OperatorProcess, ensure_kwok_node, wait_for
 from testkit.controlplane import components
 from testkit.paths import EXAMPLES, REPO
 from testkit.podresources import FakeKubelet
+from testkit.schedstack import SchedulerStack
 from testkit.sysfs import two_socket
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.noderesourcetopology import NodeResourceTopology
@@ -77,6 +80,23 @@ async def test_components_resume_after_apiserver_restarts(
     args += ["--kubelet-state-dir", str(tmp_path), "--metrics-port", "0", "--health-port", "0"]
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
     appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    core = client.CoreV1Api(api)
+    stack = SchedulerStack(kubeconfig, tmp_path / "stack", profile="toposched-recovery")
+
+    def pod(name: str) -> dict[str, Any]:
+        """A Guaranteed pod for the restart's node, which only the extender can bind."""
+        resources = {"limits": {"cpu": "1", "memory": "100Mi"}}
+        spec = {
+            "schedulerName": stack.profile,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "app", "image": "example.invalid/app:1", "resources": resources}],
+        }
+        return {"metadata": {"name": name}, "spec": spec}
+
+    async def bound(name: str) -> str | None:
+        found: str | None = (await core.read_namespaced_pod(name, namespace)).spec.node_name
+        return found
 
     async def appgroup_ordered(name: str) -> Any:
         obj = await custom.get_namespaced_custom_object(
@@ -103,12 +123,17 @@ async def test_components_resume_after_apiserver_restarts(
         exporter = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
         )
-    resumes: dict[str, list[float]] = {"operator": [], "exporter": []}
+    resumes: dict[str, list[float]] = {"operator": [], "exporter": [], "schedhook": []}
     try:
         await create_appgroup("before")
         await wait_for(lambda: appgroup_ordered("before"), within=60, what="the operator's first status")
         await wait_for(nrt_published, within=60, what="the exporter's first NRT")
+        await asyncio.to_thread(stack.start)
+        await core.create_namespaced_pod(namespace, pod("first"))
+        assert await wait_for(lambda: bound("first"), within=60, what="the first pod bound") == node
         for i in range(RESTARTS):
+            # A pod created just before the outage: bound before it, or after it, never lost.
+            await core.create_namespaced_pod(namespace, pod(f"around-{i}"))
             outage = await asyncio.to_thread(restart_apiserver, kill=i % 2 == 1)
             back = await ready(api)
             await asyncio.to_thread(heal)
@@ -119,19 +144,25 @@ async def test_components_resume_after_apiserver_restarts(
             )
             name = f"after-{i}"
             await create_appgroup(name)
-            await wait_for(lambda name=name: appgroup_ordered(name), within=60, what="the operator's status")
+            await wait_for(partial(appgroup_ordered, name), within=60, what="the operator's status")
             resumes["operator"].append(time.monotonic() - back)
             await wait_for(nrt_published, within=60, what="the exporter's NRT")
             resumes["exporter"].append(time.monotonic() - back)
+            # schedhook: its cache follows the NRT again and the scheduler's calls are answered.
+            await core.create_namespaced_pod(namespace, pod(f"after-{i}"))
+            assert await wait_for(partial(bound, f"after-{i}"), within=60, what="a pod bound") == node
+            resumes["schedhook"].append(time.monotonic() - back)
+            assert await wait_for(partial(bound, f"around-{i}"), within=60, what="the pod of the outage") == node
         print({k: [round(v, 1) for v in vs] for k, vs in resumes.items()})
     finally:
+        await asyncio.to_thread(stack.stop)
         operator.stop()
         exporter.terminate()
         await asyncio.wait_for(exporter.wait(), 15)
         await asyncio.to_thread(heal)
     for component, times in resumes.items():
         assert max(times) <= RESUME_WITHIN, f"{component} resumed {times} s after the apiserver was ready"
-    for log in (tmp_path / "operator.log", exporter_log):
+    for log in (tmp_path / "operator.log", exporter_log, stack.log("extender")):
         assert "Traceback" not in log.read_text(), log.read_text()[-5000:]
 
 

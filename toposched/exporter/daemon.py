@@ -28,6 +28,7 @@ from toposched.exporter.publisher import NodeGoneError, Publisher
 from toposched.exporter.sysfs import SysfsError, read_machine
 from toposched.exporter.topology import Allocatable, Inputs, PodUse, build
 from toposched.kube.nodeclient import KubeAPI
+from toposched.kube.outage import Outage
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class Exporter:
                 await asyncio.wait_for(self.first_poll.wait(), 5)
             self.mark_changed("start")
             backoff = RETRY_FIRST
-            failing_since: float | None = None
+            outage = Outage(logger, "publishing")
             try:
                 while True:
                     await self.changed.wait()
@@ -205,9 +206,8 @@ class Exporter:
                                 UPDATE_LATENCY.observe(self.last_write - seen)
                         self.last_success = time.time()
                         LAST_SUCCESS.set(self.last_success)
-                        if failing_since is not None:
-                            logger.info("publishing again after %.1fs", time.monotonic() - failing_since)
-                        backoff, failing_since = RETRY_FIRST, None
+                        outage.ok()
+                        backoff = RETRY_FIRST
                     except NodeGoneError as exc:
                         logger.warning("%s; not publishing", exc)
                     except (SysfsError, KubeletConfigError) as exc:
@@ -215,11 +215,7 @@ class Exporter:
                         logger.error("cannot build the NRT: %s", exc)
                     except Exception as exc:  # the apiserver may be restarting: retry soon, say it once
                         API_FAILURES.labels("kubernetes").inc()
-                        if failing_since is None:
-                            failing_since = time.monotonic()
-                            logger.warning("publishing failed (%s); retrying every %.0fs at most", exc, RETRY_MAX)
-                        else:
-                            logger.debug("publishing still failing: %s", exc)
+                        outage.failed(exc, f"retrying every {RETRY_MAX:.0f}s at most")
                         await asyncio.sleep(backoff)
                         backoff = min(RETRY_MAX, backoff * 2)
                         self.mark_changed("retry")

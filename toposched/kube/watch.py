@@ -4,15 +4,24 @@ parsing, cost more than anything either does with an event)."""
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import orjson
+
+from toposched.kube.outage import Outage
 
 logger = logging.getLogger(__name__)
 
 Items = list[dict[str, Any]]
+
+
+LIST_TIMEOUT = aiohttp.ClientTimeout(total=120, sock_connect=5, sock_read=15)
+"""A list that stalls (a half-open connection, an apiserver still starting) is retried rather
+than awaited for ever; the apiserver sends a list's first bytes at once."""
+WATCH_SECONDS = 300
+WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=WATCH_SECONDS + 30)
 
 
 class ListError(RuntimeError):
@@ -25,7 +34,7 @@ async def list_objects(lister: Callable[..., Awaitable[Any]], **params: str) -> 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like). An error answer
     (403, 500, ...) raises ListError: it is never taken for an empty list.
     """
-    response = await lister(_preload_content=False, **params)
+    response = await lister(_preload_content=False, _request_timeout=LIST_TIMEOUT, **params)
     try:
         raw = await response.read()
     finally:
@@ -69,22 +78,22 @@ async def follow(
     one that it is back; the attempts between are debug.
     """
     backoff = RETRY_FIRST
-    failing_since: float | None = None
+    outage = Outage(logger, f"watch of {what}")
     version: str | None = None  # None: list (again)
     while True:
         try:
             if version is None:
                 items, version = await list_objects(lister, **params)
                 listed(items)
-                if failing_since is not None:
-                    logger.info("following %s again after %.1fs", what, time.monotonic() - failing_since)
-                failing_since, backoff = None, RETRY_FIRST
+                outage.ok()
+                backoff = RETRY_FIRST
             response = await lister(
                 watch=True,
                 resource_version=version,
                 allow_watch_bookmarks=True,
-                timeout_seconds=300,
+                timeout_seconds=WATCH_SECONDS,
                 _preload_content=False,
+                _request_timeout=WATCH_TIMEOUT,
                 **params,
             )
             try:
@@ -108,19 +117,14 @@ async def follow(
         except WatchError as exc:
             version = None
             if not exc.expired:
-                backoff, failing_since = await _failed(what, exc, backoff, failing_since)
+                backoff = await _failed(outage, exc, backoff)
         except Exception as exc:  # the apiserver away, a connection reset, a body that is not JSON
             version = None
-            backoff, failing_since = await _failed(what, exc, backoff, failing_since)
+            backoff = await _failed(outage, exc, backoff)
 
 
-async def _failed(what: str, exc: Exception, backoff: float, failing_since: float | None) -> tuple[float, float]:
-    """Log (once per outage) and wait; returns the next backoff and when the failures began."""
-    reason = str(exc) or type(exc).__name__
-    if failing_since is None:
-        logger.warning("watch of %s failed (%s); retrying every %.1f-%.0fs", what, reason, backoff, RETRY_MAX)
-        failing_since = time.monotonic()
-    else:
-        logger.debug("watch of %s still failing (%s)", what, reason)
+async def _failed(outage: Outage, exc: Exception, backoff: float) -> float:
+    """Say it (once per outage) and wait; returns the next backoff."""
+    outage.failed(exc, f"retrying every {RETRY_FIRST}-{RETRY_MAX:.0f}s")
     await asyncio.sleep(backoff)
-    return min(RETRY_MAX, backoff * 2), failing_since
+    return min(RETRY_MAX, backoff * 2)

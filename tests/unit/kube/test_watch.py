@@ -105,8 +105,8 @@ async def test_backoff_resets_after_a_good_list(caplog: pytest.LogCaptureFixture
     # one line when following fails, one when it is back, for each outage; no tracebacks
     assert [line.split(" (")[0].split(" after")[0] for line in lines] == [
         "watch of things failed",
-        "following things again",
+        "watch of things works again",
         "watch of things failed",
-        "following things again",
+        "watch of things works again",
     ]
     assert not any(r.exc_info for r in caplog.records)

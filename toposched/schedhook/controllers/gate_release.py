@@ -10,6 +10,7 @@ from kubernetes_asyncio import client
 
 from toposched.apis.constants import APPGROUP_LABEL, ORDER_GATE, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube.events import post_event
+from toposched.kube.outage import Outage
 from toposched.kube.watch import list_objects
 from toposched.schedhook.controllers.order_gates import GatedPod, to_release
 
@@ -28,6 +29,7 @@ async def release_gates_forever(
 ) -> None:
     """Every ``period``: lift the topology-order gate of the pods whose turn has come."""
     core = client.CoreV1Api(api)
+    outage = Outage(logger, "releasing gated pods")
     while True:
         try:
             pods, _ = await list_objects(core.list_pod_for_all_namespaces, label_selector=APPGROUP_LABEL)
@@ -38,10 +40,11 @@ async def release_gates_forever(
             for (namespace, group), members in groups.items():
                 if any(_gated(p) for p in members):
                     await _release(core, api, namespace, members, order_of(namespace, group), wait, settle)
+            outage.ok()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            logger.warning("releasing gated pods failed: %s", exc)
+            outage.failed(exc)
         await asyncio.sleep(period)
 
 

@@ -16,6 +16,7 @@ from kubernetes_asyncio import client
 
 from toposched.apis.constants import SCHEDHOOK_COMPONENT
 from toposched.kube.events import post_event
+from toposched.kube.outage import Outage
 from toposched.kube.watch import list_objects
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff:
     core = client.CoreV1Api(api)
     backoff = backoff or Backoff()
     reported: set[str] = set()
+    outage = Outage(logger, "remediation")
     while True:
         try:
             pods, _ = await list_objects(core.list_pod_for_all_namespaces, field_selector="status.phase=Failed")
@@ -73,8 +75,9 @@ async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff:
                     reported.add(key)
                     message = "failed with TopologyAffinityError; not deleted (it has no controller)"
                     await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
+            outage.ok()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            logger.warning("remediation pass failed: %s", exc)
+            outage.failed(exc)
         await asyncio.sleep(period)

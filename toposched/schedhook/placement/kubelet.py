@@ -137,12 +137,23 @@ class NodeState:
         return [Hint(m, count(m) == min_affinity) for m in found]
 
     def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
-        """Allocate ``request`` exclusive CPUs (the init containers' first, then the fullest zones of
-        the affinity, then the fullest elsewhere); returns the zones they came from."""
+        """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first
+        within the affinity, then elsewhere: whole free zones while at least a zone's worth is
+        still needed (smallest first), then the init containers' CPUs, then the fullest zones
+        first. Returns the zones they came from. (Each zone is taken to be its own socket, which is
+        what the allocator does when sockets are no fewer than NUMA nodes.)"""
         used: dict[int, int] = {}
         left = request
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
         for zones in (within, [n for n in self.ids if n not in within]):
+            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                size = int(self.capacity[n].get(CPU, Decimal(0)))
+                if size and self._cpus_of(n) == size and left >= size:  # a free zone
+                    take = self.reusable_cpus.get(n, 0)
+                    self.reusable_cpus[n] = 0
+                    self.free[n][CPU] = Decimal(int(self.free[n].get(CPU, Decimal(0))) - (size - take))
+                    used[n] = used.get(n, 0) + size
+                    left -= size
             for n in zones:  # reusable CPUs first: they are this pod's already
                 take = min(left, self.reusable_cpus.get(n, 0))
                 if take:
@@ -164,6 +175,10 @@ class NodeState:
             for n, k in used.items():
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
         return tuple(sorted(used))
+
+    def _cpus_of(self, n: int) -> int:
+        """The zone's CPUs the allocator may take: free ones and this pod's reusable ones."""
+        return max(int(self.free[n].get(CPU, Decimal(0))), 0) + self.reusable_cpus.get(n, 0)
 
     # -- Memory manager (Static policy) ---------------------------------------------------------------
 

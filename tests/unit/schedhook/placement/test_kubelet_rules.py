@@ -121,3 +121,29 @@ def test_no_new_memory_into_part_of_a_group() -> None:
 def test_pod_scope_requests_as_the_managers_count_them(pod: Pod, cpus: int, memory: int) -> None:
     assert pod_guaranteed_cpus(pod) == cpus
     assert int(pod_memory_request(pod).get("memory", 0)) == memory
+
+
+@pytest.mark.parametrize(
+    ("free", "capacity", "cpus", "affinity", "zones"),
+    [
+        pytest.param([1, 2, 4], [4, 4, 4], 5, None, (0, 2), id="a-whole-free-zone-before-the-fullest"),
+        pytest.param([3, 4], [4, 4], 4, None, (1,), id="a-zone-with-a-reserved-cpu-is-never-whole"),
+        pytest.param([4, 4, 2], [4, 4, 4], 3, None, (0, 2), id="less-than-a-zone-fills-the-fullest-first"),
+        pytest.param([1, 4, 4], [4, 4, 4], 5, mask(0, 1), (0, 1), id="whole-zones-inside-the-affinity-first"),
+        pytest.param([2, 4, 4], [4, 4, 4], 9, mask(0, 1), (0, 1, 2), id="then-whole-zones-elsewhere"),
+    ],
+)
+def test_the_packed_allocator_takes_whole_zones_first(
+    free: list[int], capacity: list[int], cpus: int, affinity: int | None, zones: tuple[int, ...]
+) -> None:
+    """Seed 3, cases 43 and 149: while at least a zone's worth of CPUs is still needed, the CPU
+    Manager takes a whole free zone before filling partly used ones (a fullest-first fill had
+    spread the CPUs over three or four zones; the kubelet used two)."""
+    n = node(
+        [{"cpu": f, "memory": "1Gi"} for f in free],
+        "best-effort",
+        "pod",
+        "static",
+        capacity=[{"cpu": c, "memory": "1Gi"} for c in capacity],
+    )
+    assert NodeState(n).take_cpus(cpus, affinity, init=False) == zones

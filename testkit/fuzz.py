@@ -486,7 +486,12 @@ def mutate_sysfs(root: Path, rng: random.Random) -> str:
         node = rng.choice(sorted((root / "devices/system/node").glob("node*")) or [root])
         size = rng.choice(["0", "3", "99999999999999", "²", "2048", "64"])
         extra = node / "hugepages" / f"hugepages-{size}kB" / "nr_hugepages"
-        sysfs.write(extra, rng.choice(["1", "-1", "99999999999", "x"]))
+        try:
+            if extra.exists() and not extra.is_file():  # an earlier mutation made it a directory or FIFO
+                raise IsADirectoryError(extra)
+            sysfs.write(extra, rng.choice(["1", "-1", "99999999999", "x"]))
+        except OSError:  # the path is not writable as a file any more: keep the tree as it is
+            return f"{extra.relative_to(root)} kept"
         return f"{extra.relative_to(root)} added"
     if not files:
         return "nothing to mutate"

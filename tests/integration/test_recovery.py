@@ -56,6 +56,18 @@ def heal() -> None:
             part.start()
 
 
+def refresh() -> None:
+    """Restart the controllers of the control plane: after outages, client-go's informers in
+    kube-controller-manager, kube-scheduler and kwok may wait up to a minute to list again
+    (service accounts of new namespaces then come late), and the tests after this one should
+    find the cluster as they would a fresh one."""
+    parts = components()
+    for name in ("kube-controller-manager", "kube-scheduler", "kwok-controller"):
+        if name in parts:
+            parts[name].stop()
+            parts[name].start()
+
+
 async def ready(api: client.ApiClient, within: float = 90) -> float:
     """Wait for /readyz; returns when it answered."""
 
@@ -192,6 +204,7 @@ async def test_components_resume_after_apiserver_restarts(
         exporter.terminate()
         await asyncio.wait_for(exporter.wait(), 15)
         await asyncio.to_thread(heal)
+        await asyncio.to_thread(refresh)
         for probe in probes:
             await core.delete_node(probe)
             with contextlib.suppress(client.ApiException):

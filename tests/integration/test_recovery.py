@@ -34,9 +34,10 @@ from toposched.apis.appgroup import AppGroup
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.kube.watch import ListError, follow, list_objects
 
-pytestmark = pytest.mark.cluster
-
 RESTARTS = int(os.environ.get("TOPOSCHED_RESTARTS", "4"))
+
+# A SIGTERM restart takes its 15 s grace, and kube-scheduler may need a minute to bind after one.
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120 + 90 * RESTARTS)]
 RESUME_WITHIN = 5.0
 
 

@@ -180,8 +180,20 @@ down() {
     return 0
   fi
   binaries
+  local pids
+  pids=$(cat "$cluster_dir"/pids/*.pid 2>/dev/null || true)
   "${kwokctl[@]}" delete cluster --kubeconfig "$state/kwokctl-kubeconfig" >"$state/delete.log" 2>&1 ||
     die "kwokctl could not delete the cluster; see $state/delete.log"
+  # kwokctl does not wait for a component that ignores SIGTERM (a kube-apiserver with watches
+  # open can take minutes): one left running would later talk to whichever process takes its
+  # etcd port. Anything of this cluster still running now is killed.
+  local pid
+  for pid in $pids; do
+    [[ "$pid" =~ ^[0-9]+$ ]] || continue
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$cluster_dir/"; then
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
   rm -f "$kubeconfig" "$state/kwokctl-kubeconfig" "$config_stamp"
   log "stopped"
 }

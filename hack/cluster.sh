@@ -180,8 +180,10 @@ down() {
     return 0
   fi
   binaries
-  local pids
-  pids=$(cat "$cluster_dir"/pids/*.pid 2>/dev/null || true)
+  local pids="" pid_file
+  for pid_file in "$cluster_dir"/pids/*.pid; do  # kwokctl's pid files end without a newline
+    [[ -f "$pid_file" ]] && pids+=" $(<"$pid_file")"
+  done
   "${kwokctl[@]}" delete cluster --kubeconfig "$state/kwokctl-kubeconfig" >"$state/delete.log" 2>&1 ||
     die "kwokctl could not delete the cluster; see $state/delete.log"
   # kwokctl does not wait for a component that ignores SIGTERM (a kube-apiserver with watches

@@ -6,8 +6,10 @@ traceback), the attempts after it as debug, and the first success after it with 
 length.
 """
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 
 class Outage:
@@ -29,3 +31,16 @@ class Outage:
         if self.since is not None:
             self.logger.info("%s works again after %.1fs", self.what, time.monotonic() - self.since)
             self.since = None
+
+
+async def every(period: float, outage: Outage, step: Callable[[], Awaitable[None]]) -> None:
+    """``step()`` every ``period`` seconds for ever; a failing step is said once per outage."""
+    while True:
+        try:
+            await step()
+            outage.ok()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the apiserver away, a conflict: the next period tries again
+            outage.failed(exc)
+        await asyncio.sleep(period)

@@ -1,6 +1,5 @@
 """The controller that lifts topology-order gates: pure decision in ``order_gates``, I/O here."""
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -10,7 +9,7 @@ from kubernetes_asyncio import client
 
 from toposched.apis.constants import APPGROUP_LABEL, ORDER_GATE, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube.events import post_event
-from toposched.kube.outage import Outage
+from toposched.kube.outage import Outage, every
 from toposched.kube.watch import list_objects
 from toposched.schedhook.controllers.order_gates import GatedPod, to_release
 
@@ -29,23 +28,18 @@ async def release_gates_forever(
 ) -> None:
     """Every ``period``: lift the topology-order gate of the pods whose turn has come."""
     core = client.CoreV1Api(api)
-    outage = Outage(logger, "releasing gated pods")
-    while True:
-        try:
-            pods, _ = await list_objects(core.list_pod_for_all_namespaces, label_selector=APPGROUP_LABEL)
-            groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-            for pod in pods:
-                meta = pod["metadata"]
-                groups.setdefault((meta["namespace"], meta["labels"][APPGROUP_LABEL]), []).append(pod)
-            for (namespace, group), members in groups.items():
-                if any(_gated(p) for p in members):
-                    await _release(core, api, namespace, members, order_of(namespace, group), wait, settle)
-            outage.ok()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            outage.failed(exc)
-        await asyncio.sleep(period)
+
+    async def step() -> None:
+        pods, _ = await list_objects(core.list_pod_for_all_namespaces, label_selector=APPGROUP_LABEL)
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in pods:
+            meta = pod["metadata"]
+            groups.setdefault((meta["namespace"], meta["labels"][APPGROUP_LABEL]), []).append(pod)
+        for (namespace, group), members in groups.items():
+            if any(_gated(p) for p in members):
+                await _release(core, api, namespace, members, order_of(namespace, group), wait, settle)
+
+    await every(period, Outage(logger, "releasing gated pods"), step)
 
 
 async def _release(

@@ -6,7 +6,6 @@ owner (doubling while the owner keeps failing), so the new pod gets a fresh, NUM
 placement. Standalone pods get an Event only: deleting them would lose them.
 """
 
-import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -16,7 +15,7 @@ from kubernetes_asyncio import client
 
 from toposched.apis.constants import SCHEDHOOK_COMPONENT
 from toposched.kube.events import post_event
-from toposched.kube.outage import Outage
+from toposched.kube.outage import Outage, every
 from toposched.kube.watch import list_objects
 
 logger = logging.getLogger(__name__)
@@ -56,28 +55,23 @@ async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff:
     core = client.CoreV1Api(api)
     backoff = backoff or Backoff()
     reported: set[str] = set()
-    outage = Outage(logger, "remediation")
-    while True:
-        try:
-            pods, _ = await list_objects(core.list_pod_for_all_namespaces, field_selector="status.phase=Failed")
-            for pod in pods:
-                meta, status = pod["metadata"], pod.get("status") or {}
-                action, owner = decide(status.get("phase"), status.get("reason"), meta.get("ownerReferences") or [])
-                key = f"{meta['namespace']}/{meta['name']}/{meta.get('uid')}"
-                body = {"apiVersion": "v1", "kind": "Pod", **pod}
-                if action == "delete" and owner is not None:
-                    if backoff.allow(f"{meta['namespace']}/{owner}", time.monotonic()):
-                        message = f"deleted so that {owner} recreates it on a node that can align it"
-                        await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
-                        await core.delete_namespaced_pod(meta["name"], meta["namespace"])
-                        logger.info("deleted %s (TopologyAffinityError, owner %s)", key, owner)
-                elif action == "event" and key not in reported:
-                    reported.add(key)
-                    message = "failed with TopologyAffinityError; not deleted (it has no controller)"
+
+    async def step() -> None:
+        pods, _ = await list_objects(core.list_pod_for_all_namespaces, field_selector="status.phase=Failed")
+        for pod in pods:
+            meta, status = pod["metadata"], pod.get("status") or {}
+            action, owner = decide(status.get("phase"), status.get("reason"), meta.get("ownerReferences") or [])
+            key = f"{meta['namespace']}/{meta['name']}/{meta.get('uid')}"
+            body = {"apiVersion": "v1", "kind": "Pod", **pod}
+            if action == "delete" and owner is not None:
+                if backoff.allow(f"{meta['namespace']}/{owner}", time.monotonic()):
+                    message = f"deleted so that {owner} recreates it on a node that can align it"
                     await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
-            outage.ok()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            outage.failed(exc)
-        await asyncio.sleep(period)
+                    await core.delete_namespaced_pod(meta["name"], meta["namespace"])
+                    logger.info("deleted %s (TopologyAffinityError, owner %s)", key, owner)
+            elif action == "event" and key not in reported:
+                reported.add(key)
+                message = "failed with TopologyAffinityError; not deleted (it has no controller)"
+                await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
+
+    await every(period, Outage(logger, "remediation"), step)

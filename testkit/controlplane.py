@@ -70,7 +70,17 @@ class Component:
             time.sleep(0.05)
         return time.monotonic() - started
 
-    def start(self) -> int:
+    def start(self, attempts: int = 10) -> int:
+        """Start it; while it exits within a second (its port still held a moment after a
+        kill), start it again, up to ``attempts`` times."""
+        for _ in range(attempts - 1):
+            pid = self._launch()
+            time.sleep(1)
+            if self.running():
+                return pid
+        return self._launch()
+
+    def _launch(self) -> int:
         if self.running():
             raise RuntimeError(f"{self.name} is already running (pid {self.pid()})")
         # Started through a shell that exits at once, so the component is nobody's child here

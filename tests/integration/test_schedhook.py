@@ -238,6 +238,11 @@ async def test_only_the_schedulers_certificate_reaches_the_extender(
         status, text = await call(port, "/bind", bind, scheduler)
         assert (status, json.loads(text)) == (200, {"Error": ""})
         assert (await core.read_namespaced_pod("stray", namespace)).spec.node_name == node
+        # A bind the apiserver refuses (the pod is bound already) is an error for kube-scheduler,
+        # not a success (the client raises nothing for an answer it does not preload).
+        status, text = await call(port, "/bind", {**bind, "Node": f"{node}-other"}, scheduler)
+        assert status == 200
+        assert "409" in json.loads(text)["Error"] and "already assigned" in json.loads(text)["Error"], text
     finally:
         await core.delete_node(node)
 

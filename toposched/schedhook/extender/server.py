@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+import aiohttp
 import numpy as np
 import orjson
 from aiohttp import web
@@ -178,12 +179,17 @@ class Extender:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
+        error = ""
         try:
             response = await core.create_namespaced_binding(namespace, binding, _preload_content=False)
-            await response.read()  # hands the connection back to the pool (else every bind opens one)
-            error = ""
+            body = await response.read()  # hands the connection back to the pool (else every bind opens one)
+            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
+                error = f"binding {namespace}/{name} to {node}: {response.status} {_status_message(body)}"
         except client.ApiException as exc:
             error = f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
+            error = f"binding {namespace}/{name} to {node}: the apiserver did not answer ({exc or type(exc).__name__})"
+        if error:
             logger.warning(error)
             self.cache.release(uid)
         LATENCY.labels("bind").observe(time.perf_counter() - started)
@@ -207,8 +213,11 @@ class Extender:
     ) -> tuple[Results, dict[str, Decimal]] | None:
         try:
             response = await core.read_namespaced_pod(name, namespace, _preload_content=False)
-            pod = orjson.loads(await response.read())
-        except client.ApiException as exc:
+            raw = await response.read()
+            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
+                raise client.ApiException(status=response.status, reason=_status_message(raw))
+            pod = orjson.loads(raw)
+        except (client.ApiException, aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
             logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
             return None
         results = self._evaluate(pod, [node])
@@ -300,3 +309,14 @@ def _priorities(names: list[str], scores: list[int]) -> bytes:
     pieces[1::2] = _SCORE_THEN_HOST[extender]
     pieces[-1] = _SCORE_LAST[int(extender[-1])]
     return b'[{"Host":"' + b"".join(pieces.tolist())
+
+
+def _status_message(body: bytes) -> str:
+    """The message of an apiserver's Status answer, or the start of whatever came instead."""
+    try:
+        status = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        status = None
+    if isinstance(status, dict) and isinstance(status.get("message"), str):
+        return str(status["message"])
+    return body[:200].decode(errors="replace")

@@ -242,7 +242,9 @@ async def test_only_the_schedulers_certificate_reaches_the_extender(
         # not a success (the client raises nothing for an answer it does not preload).
         status, text = await call(port, "/bind", {**bind, "Node": f"{node}-other"}, scheduler)
         assert status == 200
-        assert "409" in json.loads(text)["Error"] and "already assigned" in json.loads(text)["Error"], text
+        error = json.loads(text)["Error"]
+        assert "409" in error, text
+        assert "already assigned" in error, text
     finally:
         await core.delete_node(node)
 

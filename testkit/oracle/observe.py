@@ -41,7 +41,7 @@ from testkit.realnode import (
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter import checkpoints
 from toposched.exporter.kubeletconfig import load
-from toposched.exporter.podresources.client import PodResourcesClient
+from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.sysfs import read_machine
 from toposched.exporter.topology import Inputs, PodUse, build
 from toposched.schedhook.placement.kubelet import predict
@@ -189,7 +189,8 @@ class Observer:
                 run.steps.append(Step(index, kind, spec, prediction, observation))
                 if observation.admit:
                     admitted.append(pod)
-        except (RealNodeError, OSError, client.ApiException, TimeoutError) as exc:
+        except (RealNodeError, OSError, client.ApiException, TimeoutError, PodResourcesError) as exc:
+            # One node's failure (a kubelet too slow to answer under load) ends this case, not the run.
             run.error = f"{type(exc).__name__}: {exc}"
         finally:
             await resources.close()

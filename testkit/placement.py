@@ -25,13 +25,18 @@ def node(
     distances: list[list[int]] | None = None,
     prefer_closest: bool = False,
     memory_groups: tuple[int, ...] = (),
+    free_cores: list[int] | None = None,
+    threads_per_core: int | None = None,
+    memory_cells: list[int | None] | None = None,
 ) -> NodeTopology:
     """Zones given by their available amounts (allocatable = capacity = available unless told)."""
     built = []
     for i, z in enumerate(zones):
         cap = q(capacity[i]) if capacity else q(z)
         pinnable = q(allocatable[i]) if allocatable else cap
-        built.append(NumaZone(i, cap, pinnable, q(z)))
+        cores = free_cores[i] if free_cores else None
+        cells = memory_cells[i] if memory_cells else None
+        built.append(NumaZone(i, cap, pinnable, q(z), free_cores=cores, memory_cells=cells))
     node_allocatable: dict[str, Decimal] = {}
     for z in zones:
         for k, v in q(z).items():
@@ -50,6 +55,7 @@ def node(
         distances=table,
         prefer_closest=prefer_closest,
         memory_groups=memory_groups,
+        threads_per_core=threads_per_core,
     )
 
 

@@ -802,7 +802,8 @@ def _write_launcher(
         f"--hostname-override={record.name}",
         f"--node-ip={record.node_ip}",
         f"--node-labels={NODE_LABEL}=true",
-        "--v=2",
+        # TOPOSCHED_KUBELET_V raises the log level to see why a pod was refused (4 logs hints).
+        f"--v={os.environ.get('TOPOSCHED_KUBELET_V', '2')}",
     ]
     q = shlex.quote
     lines = [

@@ -56,6 +56,16 @@ NRT_ATTR_NUMA: Final = "toposched.io/numa"
 NRT_ATTR_MEMORY_NUMA_GROUPS: Final = "toposched.io/memory-numa-groups"
 """The NUMA node groups of the Static Memory Manager's multi-NUMA allocations, ``;``-separated
 lists such as ``0-1;2,3``: the kubelet will not pin new memory across or into part of a group."""
+NRT_ATTR_THREADS_PER_CORE: Final = "toposched.io/threads-per-core"
+"""CPUs per physical core (2 with SMT), published when every core has the same number."""
+# toposched's attributes of one NUMA zone, read from the kubelet's checkpoints (absent in estimate mode).
+NRT_ZONE_ATTR_FREE_CORES: Final = "toposched.io/free-cores"
+"""Physical cores of the zone whose every CPU is free: the CPU Manager hands these out whole
+before it splits any (its packed allocator's takeFullCores)."""
+NRT_ZONE_ATTR_MEMORY_CELLS: Final = "toposched.io/memory-numa-cells"
+"""Set while the Static Memory Manager has memory assigned on the zone: the NUMA nodes it
+groups the zone with (``0-1``; the zone alone after a single-NUMA allocation). The kubelet's
+own per-zone state, which can differ between the members of one group."""
 PREFER_CLOSEST_NUMA_NODES: Final = "prefer-closest-numa-nodes"
 """The Topology Manager policy option (in topologyManagerPolicyOptions) that weighs NUMA distances."""
 

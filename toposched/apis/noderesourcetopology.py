@@ -66,6 +66,10 @@ class Zone(CamelModel):
         _unique("resource", [r.name for r in self.resources or ()])
         return self
 
+    def attribute(self, name: str) -> str | None:
+        """The value of one of the zone's attributes, or None when it is not published."""
+        return _attribute(self.attributes, name)
+
 
 class NodeResourceTopology(KubeObject):
     GROUP = NRT_GROUP
@@ -98,10 +102,14 @@ class NodeResourceTopology(KubeObject):
 
     def attribute(self, name: str) -> str | None:
         """The value of a top-level attribute, or None when the exporter did not publish it."""
-        for attr in self.attributes or ():
-            if attr.name == name:
-                return attr.value
-        return None
+        return _attribute(self.attributes, name)
+
+
+def _attribute(attributes: Sequence[AttributeInfo] | None, name: str) -> str | None:
+    for attr in attributes or ():
+        if attr.name == name:
+            return attr.value
+    return None
 
 
 def _unique(what: str, names: Sequence[str]) -> None:

@@ -50,6 +50,8 @@ class NumaNode:
     """Resource name (``hugepages-2Mi``) -> bytes reserved as pages of that size."""
     distances: dict[int, int]
     """Other node id -> distance (10 = local)."""
+    cores: tuple[tuple[int, ...], ...] = ()
+    """The node's physical cores, each as its CPUs; empty when sysfs does not say."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,14 @@ class Machine:
 
     def cpu_to_node(self) -> dict[int, int]:
         return {cpu: node.id for node in self.nodes for cpu in node.cpus}
+
+    @property
+    def threads_per_core(self) -> int | None:
+        """CPUs per core when every core of every node is known and has the same number."""
+        sizes = {len(core) for node in self.nodes for core in node.cores}
+        if len(sizes) != 1 or any(node.cpus and not node.cores for node in self.nodes):
+            return None
+        return sizes.pop()
 
 
 def parse_cpulist(text: str, where: str = "cpulist", limit: int = MAX_CPUS) -> tuple[int, ...]:
@@ -299,11 +309,29 @@ def read_machine(root: Path, total_memory: Callable[[], int] | None = None, proc
             memory = _meminfo_total(d / "meminfo", meminfo)
         distance_text = _read(d / "distance")
         distances = _distances(d / "distance", distance_text, nid, ids, warnings) if distance_text is not None else {}
-        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages", warnings), distances))
+        cores = _cores(system / "cpu", cpus)
+        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages", warnings), distances, cores))
     if not nodes:
         raise SysfsError(f"{node_dir}: no online NUMA node found")
     _within_one_machine(node_dir, nodes)
     return Machine(numa=True, nodes=nodes, nics=nics, pci_devices=pci, warnings=warnings)
+
+
+def _cores(cpu_dir: Path, cpus: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The node's CPUs grouped by (package, core id), as the kubelet's cadvisor groups threads;
+    empty when a CPU's topology files are missing or unreadable."""
+    cores: dict[tuple[int, int], list[int]] = {}
+    for cpu in cpus:
+        topology = cpu_dir / f"cpu{cpu}" / "topology"
+        try:
+            core = _optional_int(_read(topology / "core_id"))
+            package = _optional_int(_read(topology / "physical_package_id"))
+        except SysfsError:  # a strange file only means the cores are unknown
+            return ()
+        if core is None or package is None:
+            return ()
+        cores.setdefault((package, core), []).append(cpu)
+    return tuple(tuple(sorted(c)) for c in sorted(cores.values()))
 
 
 def _within_one_machine(where: Path, nodes: list[NumaNode]) -> None:

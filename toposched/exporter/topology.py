@@ -32,9 +32,12 @@ from toposched.apis.constants import (
     NRT_ATTR_PODS_FINGERPRINT,
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
     NRT_ATTR_RESERVED_SYSTEM_CPUS,
+    NRT_ATTR_THREADS_PER_CORE,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
+    NRT_ZONE_ATTR_FREE_CORES,
+    NRT_ZONE_ATTR_MEMORY_CELLS,
     NRT_ZONE_PREFIX,
     NRT_ZONE_TYPE_NODE,
 )
@@ -163,6 +166,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     allocatable: dict[int, dict[str, Decimal]] = {n.id: {} for n in machine.nodes}
     used: dict[int, dict[str, Decimal]] = {n.id: defaultdict(Decimal) for n in machine.nodes}
     attributes: dict[str, str] = {}
+    zone_attributes: dict[int, dict[str, str]] = {n.id: {} for n in machine.nodes}
 
     for n in machine.nodes:
         capacity[n.id]["cpu"] = Decimal(len(n.cpus))
@@ -256,9 +260,16 @@ def build(inputs: Inputs) -> NodeResourceTopology:
         for uid in stale:
             for cpus in checkpoints.cpu.entries.get(uid, {}).values():
                 pool |= cpus
+        handed = pool & set(alloc.cpu_ids)  # what the CPU Manager can hand out
+        threads = machine.threads_per_core
+        if threads is not None:
+            attributes[NRT_ATTR_THREADS_PER_CORE] = str(threads)
         for n in machine.nodes:
             free = sum(1 for cpu in alloc.cpu_ids if cpu_node.get(cpu) == n.id and cpu in pool)
             used[n.id]["cpu"] = allocatable[n.id].get("cpu", Decimal(0)) - Decimal(free)
+            if threads is not None:
+                whole = sum(1 for core in n.cores if handed.issuperset(core))
+                zone_attributes[n.id][NRT_ZONE_ATTR_FREE_CORES] = str(whole)
     if memory_from_manager and checkpoints.memory is not None and checkpoints.memory.policy == "Static":
         free_memory = {n: dict(z.free) for n, z in checkpoints.memory.zones.items()}
         for uid in stale:
@@ -279,6 +290,9 @@ def build(inputs: Inputs) -> NodeResourceTopology:
                     allocatable[numa][kind] = pinnable
                     used[numa][kind] = pinnable - free_memory[numa].get(kind, pinnable)
         groups = checkpoints.memory.groups
+        for numa, state in checkpoints.memory.zones.items():
+            if numa in zone_attributes and state.assignments > 0:
+                zone_attributes[numa][NRT_ZONE_ATTR_MEMORY_CELLS] = format_cpulist(list(state.cells))
 
     zones = []
     for n in machine.nodes:
@@ -296,7 +310,10 @@ def build(inputs: Inputs) -> NodeResourceTopology:
                 )
             )
         costs = [CostInfo(name=zone_name(other), value=d) for other, d in sorted(n.distances.items())] or None
-        zones.append(Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, resources=resources))
+        extra = [AttributeInfo(name=k, value=v) for k, v in sorted(zone_attributes[n.id].items())] or None
+        zones.append(
+            Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, attributes=extra, resources=resources)
+        )
 
     attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY] = kubelet.topology_manager_policy
     attributes[NRT_ATTR_TOPOLOGY_MANAGER_SCOPE] = kubelet.topology_manager_scope

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from testkit.realnode.topology import Topology, write_fake_host
 from testkit.sysfs import FakeNode, build
+from toposched.apis.constants import NRT_ATTR_THREADS_PER_CORE, NRT_ZONE_ATTR_FREE_CORES, NRT_ZONE_ATTR_MEMORY_CELLS
 from toposched.exporter.checkpoints import (
     CheckpointError,
     Checkpoints,
@@ -16,9 +18,11 @@ from toposched.exporter.checkpoints import (
     stale_pods,
 )
 from toposched.exporter.kubeletconfig import parse as parse_kubelet
-from toposched.exporter.sysfs import read_machine
+from toposched.exporter.sysfs import Machine, read_machine
 from toposched.exporter.topology import Allocatable, ContainerUse, Inputs, MemoryBlock, PodUse
 from toposched.exporter.topology import build as build_nrt
+from toposched.schedhook.placement.parse import from_nrt
+from toposched.schedhook.placement.topologymanager import mask
 
 GI = 2**30
 
@@ -149,3 +153,59 @@ def test_a_rejected_pods_leftovers_are_not_counted() -> None:
     listed = [[("app", frozenset({2, 3}), frozenset())]]
     assert stale_pods(Checkpoints(cpu=state), listed) == {"gone"}
     assert stale_pods(Checkpoints(cpu=state), []) == {"live", "gone"}
+
+
+def smt_machine(tmp_path: Path) -> Machine:
+    """2 zones x 2 cores x 2 threads, written as the real nodes' fake sysfs is: zone 0 holds the
+    cores {0,4} and {1,5}, zone 1 the cores {2,6} and {3,7}."""
+    host = write_fake_host(Topology.uniform(zones=2, cores_per_zone=2, threads_per_core=2), tmp_path / "host")
+    system = tmp_path / "sys" / "devices" / "system"
+    system.mkdir(parents=True)
+    (system / "cpu").symlink_to(host.cpu)
+    (system / "node").symlink_to(host.node)
+    return read_machine(tmp_path / "sys")
+
+
+def test_whole_free_cores_and_memory_cells_per_zone(tmp_path: Path) -> None:
+    """What the predictor needs beyond per-zone counts (oracle seed 3, cases 333 and 428): how many
+    cores of each zone are wholly free (CPU 0 is reserved, CPU 4 held: zone 0 has one), and each
+    zone's Memory Manager cells, which differ within the group 0-1 once zone 1 took single-zone
+    memory."""
+    machine = smt_machine(tmp_path)
+    assert [n.cores for n in machine.nodes] == [((0, 4), (1, 5)), ((2, 6), (3, 7))]
+    assert machine.threads_per_core == 2
+    inputs = Inputs(
+        node="n",
+        machine=machine,
+        kubelet=parse_kubelet(
+            {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "memoryManagerPolicy": "Static"}
+        ),
+        allocatable=Allocatable(
+            cpu_ids=(1, 2, 3, 4, 5, 6, 7),
+            memory=(MemoryBlock("memory", 4 * GI, (0,)), MemoryBlock("memory", 4 * GI, (1,))),
+        ),
+        pods=[],
+        checkpoints=Checkpoints(
+            cpu=parse_cpu_state('{"policyName":"static","defaultCpuSet":"0-3,5-7"}'),
+            memory=parse_memory_state(memory_state({0: (4 * GI, 3 * GI, [0, 1], 2), 1: (4 * GI, 4 * GI, [1], 1)})),
+        ),
+    )
+    nrt = build_nrt(inputs)
+    zone_attributes = [{a.name: a.value for a in z.attributes or []} for z in nrt.zones]
+    assert zone_attributes == [
+        {NRT_ZONE_ATTR_FREE_CORES: "1", NRT_ZONE_ATTR_MEMORY_CELLS: "0-1"},
+        {NRT_ZONE_ATTR_FREE_CORES: "2", NRT_ZONE_ATTR_MEMORY_CELLS: "1"},
+    ]
+    assert nrt.attribute(NRT_ATTR_THREADS_PER_CORE) == "2"
+    node = from_nrt(nrt)
+    assert [(z.free_cores, z.memory_cells) for z in node.zones] == [(1, mask(0, 1)), (2, mask(1))]
+    assert node.threads_per_core == 2
+    # Without the checkpoints (PodResources alone) neither is published: the predictor counts CPUs singly.
+    bare = build_nrt(Inputs(**{**inputs.__dict__, "checkpoints": None}))
+    assert all(z.attributes is None for z in bare.zones)
+
+
+def test_cores_unknown_when_sysfs_has_no_core_ids(tmp_path: Path) -> None:
+    machine = read_machine(build(tmp_path, [FakeNode(0, [0, 1, 2, 3], 4 * 1024 * 1024)]))
+    assert machine.nodes[0].cores == ()
+    assert machine.threads_per_core is None

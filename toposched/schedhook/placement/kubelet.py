@@ -107,15 +107,23 @@ class NodeState:
         self.reusable_cpus: dict[int, int] = {}
         self.reusable_memory: dict[int, dict[str, Decimal]] = {}
         """mask -> resource -> memory of regular init containers pinned to exactly that mask."""
-        self.groups = {n: m for m in node.memory_groups for n in bits(m)}
+        cells = {z.numa: z.memory_cells for z in node.zones if z.memory_cells is not None}
+        if cells:  # the Memory Manager's own per-zone state
+            self.groups = {n: m for n, m in cells.items() if count(m) > 1}
+        else:
+            self.groups = {n: m for m in node.memory_groups for n in bits(m)}
         """zone -> the multi-NUMA group its pinned memory belongs to."""
-        self.assigned = {
+        self.assigned = set(cells) | {
             z.numa
             for z in node.zones
             if z.numa in self.groups
             or any(r in z.available and z.available[r] < q for r, q in z.allocatable.items() if numa_memory(r))
         }
         """Zones holding pinned memory of some container (the Memory Manager's assignments)."""
+        self.threads = node.threads_per_core or 0
+        self.free_cores = {z.numa: z.free_cores or 0 for z in node.zones}
+        if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
+            self.threads = 0  # whole cores unknown: CPUs are counted singly
 
     def sum(self, table: Mapping[int, Mapping[str, Decimal]], resource: str, m: int) -> Decimal:
         return sum((table[n].get(resource, Decimal(0)) for n in bits(m) if n in table), Decimal(0))
@@ -139,9 +147,11 @@ class NodeState:
     def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
         """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first
         within the affinity, then elsewhere: whole free zones while at least a zone's worth is
-        still needed (smallest first), then the init containers' CPUs, then the fullest zones
-        first. Returns the zones they came from. (Each zone is taken to be its own socket, which is
-        what the allocator does when sockets are no fewer than NUMA nodes.)"""
+        still needed (smallest first), then the init containers' CPUs, then whole free cores while
+        at least a core's worth is needed, then single CPUs, both from the fullest zones first (and
+        within a zone, the halves of used cores before whole ones). Returns the zones they came
+        from. (Each zone is taken to be its own socket, which is what the allocator does when
+        sockets are no fewer than NUMA nodes.)"""
         used: dict[int, int] = {}
         left = request
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
@@ -152,6 +162,7 @@ class NodeState:
                     take = self.reusable_cpus.get(n, 0)
                     self.reusable_cpus[n] = 0
                     self.free[n][CPU] = Decimal(int(self.free[n].get(CPU, Decimal(0))) - (size - take))
+                    self.free_cores[n] = 0
                     used[n] = used.get(n, 0) + size
                     left -= size
             for n in zones:  # reusable CPUs first: they are this pod's already
@@ -160,11 +171,19 @@ class NodeState:
                     self.reusable_cpus[n] -= take
                     used[n] = used.get(n, 0) + take
                     left -= take
+            if self.threads:
+                for n in sorted(zones, key=lambda n: (self.free[n].get(CPU, Decimal(0)), n)):
+                    cores = min(left // self.threads, self.free_cores[n])
+                    if cores > 0:
+                        self._take_free(n, cores * self.threads, cores)
+                        used[n] = used.get(n, 0) + cores * self.threads
+                        left -= cores * self.threads
             for n in sorted(zones, key=lambda n: (self.free[n].get(CPU, Decimal(0)), n)):
                 have = int(self.free[n].get(CPU, Decimal(0)))
                 take = min(left, max(have, 0))
                 if take:
-                    self.free[n][CPU] = Decimal(have - take)
+                    halves = max(0, have - self.free_cores[n] * self.threads)
+                    self._take_free(n, take, -(-max(0, take - halves) // self.threads) if self.threads else 0)
                     used[n] = used.get(n, 0) + take
                     left -= take
             if not left:
@@ -175,6 +194,10 @@ class NodeState:
             for n, k in used.items():
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
         return tuple(sorted(used))
+
+    def _take_free(self, n: int, cpus: int, cores: int) -> None:
+        self.free[n][CPU] = Decimal(int(self.free[n].get(CPU, Decimal(0))) - cpus)
+        self.free_cores[n] = max(0, self.free_cores[n] - cores)
 
     def _cpus_of(self, n: int) -> int:
         """The zone's CPUs the allocator may take: free ones and this pod's reusable ones."""
@@ -244,6 +267,8 @@ class NodeState:
             self.assigned.add(n)
             if count(m) > 1:
                 self.groups[n] = m
+            else:  # the kubelet regroups the zone alone, even out of a group (its other members stay)
+                self.groups.pop(n, None)
         return m
 
     # -- device plugins -------------------------------------------------------------------------------

@@ -24,6 +24,11 @@ class NumaZone:
     capacity: Mapping[str, Decimal]
     allocatable: Mapping[str, Decimal]
     available: Mapping[str, Decimal]
+    free_cores: int | None = None
+    """Physical cores all of whose CPUs are free (None: the NRT does not say)."""
+    memory_cells: int | None = None
+    """The Memory Manager's NUMA group of this zone while it holds assigned memory (a mask; None:
+    nothing assigned, or the NRT does not say)."""
 
     @functools.cached_property
     def floats(self) -> dict[str, dict[str, float]]:
@@ -53,6 +58,8 @@ class NodeTopology:
     """The Topology Manager's prefer-closest-numa-nodes option (from topologyManagerPolicyOptions)."""
     memory_groups: tuple[int, ...] = ()
     """NUMA masks the Static Memory Manager has grouped for multi-NUMA allocations."""
+    threads_per_core: int | None = None
+    """CPUs per physical core when all cores have the same number (None: unknown)."""
 
     @property
     def numa_ids(self) -> list[int]:

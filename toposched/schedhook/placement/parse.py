@@ -16,10 +16,13 @@ from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
+    NRT_ATTR_THREADS_PER_CORE,
     NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
+    NRT_ZONE_ATTR_FREE_CORES,
+    NRT_ZONE_ATTR_MEMORY_CELLS,
     NRT_ZONE_PREFIX,
     NUMA_ZONES_ANNOTATION,
     PREFER_CLOSEST_NUMA_NODES,
@@ -77,6 +80,8 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
                 capacity={r.name: parse_quantity(r.capacity) for r in resources},
                 allocatable={r.name: parse_quantity(r.allocatable) for r in resources},
                 available={r.name: parse_quantity(r.available) for r in resources},
+                free_cores=_count(z.attribute(NRT_ZONE_ATTR_FREE_CORES)),
+                memory_cells=_cells(z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS)),
             )
         )
     return NodeTopology(
@@ -92,6 +97,7 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         prefer_closest=_options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS)).get(PREFER_CLOSEST_NUMA_NODES)
         == "true",
         memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
+        threads_per_core=_count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1),
     )
 
 
@@ -112,6 +118,22 @@ def _groups(raw: str | None) -> tuple[int, ...]:
         if len(ids) > 1 and all(0 <= i <= 63 for i in ids):
             groups.append(mask(*ids))
     return tuple(groups)
+
+
+def _count(raw: str | None, low: int = 0) -> int | None:
+    """A small count published by the exporter; None when absent or malformed (then unused)."""
+    if raw is None or not _DECIMAL.fullmatch(raw) or int(raw) < low:
+        return None
+    return int(raw)
+
+
+def _cells(raw: str | None) -> int | None:
+    """A NUMA mask from ``0-1`` or ``2``; None when absent or malformed."""
+    try:
+        ids = [i for piece in (raw or "").split(",") if piece.strip() for i in _span(piece)]
+    except ValueError:
+        return None
+    return mask(*ids) if ids else None
 
 
 def _span(piece: str) -> range:

@@ -147,3 +147,95 @@ def test_the_packed_allocator_takes_whole_zones_first(
         capacity=[{"cpu": c, "memory": "1Gi"} for c in capacity],
     )
     assert NodeState(n).take_cpus(cpus, affinity, init=False) == zones
+
+
+@pytest.mark.parametrize(
+    ("free", "cores", "cpus", "zones"),
+    [
+        pytest.param([1, 2, 4], [0, 0, 2], 3, (0, 2), id="a-whole-core-before-halves-of-used-cores"),
+        pytest.param([1, 4, 4], [0, 2, 2], 3, (0, 1), id="then-single-threads-from-the-fullest"),
+        pytest.param([2, 4], [1, 2], 1, (0,), id="one-thread-is-not-a-core's-worth"),
+    ],
+)
+def test_the_packed_allocator_takes_whole_cores_before_single_threads(
+    free: list[int], cores: list[int], cpus: int, zones: tuple[int, ...]
+) -> None:
+    """Seed 3, case 333 (SMT x2): after whole zones, the CPU Manager takes whole free cores while a
+    core's worth is still needed, zone by zone from the fullest, and only then single threads; a
+    zone whose free CPUs are halves of used cores is skipped in the first pass. The NRT says how
+    many whole cores each zone has free."""
+    n = node(
+        [{"cpu": f, "memory": "1Gi"} for f in free],
+        "best-effort",
+        "pod",
+        "static",
+        capacity=[{"cpu": 4, "memory": "1Gi"} for _ in free],
+        free_cores=cores,
+        threads_per_core=2,
+    )
+    assert NodeState(n).take_cpus(cpus, None, init=False) == zones
+
+
+def test_single_threads_come_from_halves_of_used_cores_first() -> None:
+    """A zone of 2 whole free cores and 2 half-used ones: one CPU leaves both whole cores free."""
+    n = node(
+        [{"cpu": 6, "memory": "1Gi"}],
+        "best-effort",
+        "pod",
+        "static",
+        capacity=[{"cpu": 8, "memory": "1Gi"}],
+        free_cores=[2],
+        threads_per_core=2,
+    )
+    state = NodeState(n)
+    state.take_cpus(1, None, init=False)
+    assert state.free_cores[0] == 2
+    state.take_cpus(3, None, init=False)  # a whole core, then the last half
+    assert state.free_cores[0] == 1
+
+
+def three_zones(**grouping: object) -> NodeTopology:
+    zones: list[dict[str, str | int]] = [
+        {"cpu": 4, "memory": "1Gi"},
+        {"cpu": 4, "memory": "1Gi"},
+        {"cpu": 4, "memory": "512Mi"},
+    ]
+    return node(
+        zones,
+        "best-effort",
+        "pod",
+        "static",
+        "Static",
+        allocatable=[{"cpu": 4, "memory": "1Gi"} for _ in range(3)],
+        **grouping,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("grouping", "admit"),
+    [
+        pytest.param({"memory_groups": (mask(0, 1),)}, True, id="a-whole-group-takes-memory-across-it"),
+        pytest.param(
+            {"memory_groups": (mask(0, 1),), "memory_cells": [mask(0, 1), mask(1), None]},
+            False,
+            id="a-member-regrouped-alone-breaks-the-group",
+        ),
+    ],
+)
+def test_a_single_numa_allocation_regroups_a_zone_alone(grouping: dict[str, object], admit: bool) -> None:
+    """Seed 3, case 428: the Memory Manager put single-zone memory on zone 1 although zone 1 was in
+    the group 0-1 (Allocate allows a single-NUMA hint there) and so set zone 1's cells to [1]
+    while zone 0's stayed [0, 1]. No mask passes its hint rules any more: the memory gets no hint,
+    the CPUs decide, and extending their hint fails (UnexpectedAdmissionError). The exporter
+    publishes each zone's cells so the predictor sees the asymmetry."""
+    pod = Pod((g("app", cpu=1, memory="1536Mi"),))
+    assert predict(three_zones(**grouping), pod).admit is admit
+
+
+def test_regrouping_within_one_pod() -> None:
+    """The same rule between two containers of one pod: single-zone memory on zone 1 ends the
+    group 0-1 for the next container."""
+    state = NodeState(three_zones(memory_groups=(mask(0, 1),)))
+    assert Hint(mask(0, 1), True) in state.memory_hints(q({"memory": "1536Mi"}))
+    state.take_memory(q({"memory": "64Mi"}), Hint(mask(1), False), init=False)
+    assert state.memory_hints(q({"memory": "1536Mi"})) == []

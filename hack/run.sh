@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `make run`: the main job on the local control plane. Installs the CRDs and the example
-# objects and shows them the way a user would look at them.
+# `make run`: the main job on the local control plane. Installs the CRDs and the example objects
+# (kwok nodes over two regions, sample latencies, an AppGroup, a NetworkTopology, an NRT), runs
+# the operators as a local process until they have written the statuses, and shows them the way
+# a user would look at them.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,30 +20,55 @@ step "CRDs (from crds/)"
 "${kubectl[@]}" apply --server-side -f "$repo/crds/"
 "${kubectl[@]}" wait --for=condition=Established --timeout=60s -f "$repo/crds/"
 
-step "examples (from examples/) in namespace $namespace"
+step "examples (from examples/): kwok nodes over two regions, latencies, an AppGroup, a NetworkTopology"
 "${kubectl[@]}" create namespace "$namespace" --dry-run=client -o yaml | "${kubectl[@]}" apply -f -
+"${kubectl[@]}" apply --server-side -f "$repo/examples/nodes.yaml"
 "${kubectl[@]}" apply --server-side -n "$namespace" -f "$repo/examples/"
 
-step "AppGroup operator (log in .cluster/operator.log)"
+step "operators (a local process; log in .cluster/operator.log)"
 TOPOSCHED_METRICS_PORT=0 TOPOSCHED_LEASE_NAMESPACE=$namespace \
   "$repo/.venv/bin/toposched" operator --namespace "$namespace" >"$repo/.cluster/operator.log" 2>&1 &
 operator=$!
-trap 'kill "$operator" 2>/dev/null || true; wait "$operator" 2>/dev/null || true' EXIT
+stop_operator() { kill "$operator" 2>/dev/null || true; wait "$operator" 2>/dev/null || true; }
+trap stop_operator EXIT
 "${kubectl[@]}" wait --for=condition=Ready --timeout=60s -n "$namespace" appgroup/online-boutique
+# Ready or not, the table below says why.
+"${kubectl[@]}" wait --for=condition=Ready --timeout=60s -n "$namespace" networktopology/net-topology || true
 echo "placement order (status.topologyOrder by index):"
 "${kubectl[@]}" get appgroup online-boutique -n "$namespace" \
   -o jsonpath='{range .status.topologyOrder[*]}{.index}{"\t"}{.workload.selector}{"\n"}{end}' | sort -n
 
-step "kubectl get appgroups,networktopologies -n $namespace"
-"${kubectl[@]}" get appgroups,networktopologies -n "$namespace"
+step "kubectl get appgroups,networktopologies -n $namespace -o wide"
+"${kubectl[@]}" get appgroups,networktopologies -n "$namespace" -o wide
+
+step "conditions of the NetworkTopology (Degraded says what is missing)"
+conditions='{range .status.conditions[*]}{.type}{"="}{.status}{" "}{.reason}{": "}{.message}{"\n"}{end}'
+"${kubectl[@]}" get networktopology net-topology -n "$namespace" -o jsonpath="$conditions"
+
+step "network costs the operator computed from the latencies (weight NetperfCosts)"
+costs='{range .spec.weights[?(@.name=="NetperfCosts")].topologyList[*]}{.topologyKey}{"\n"}'
+costs+='{range .originList[*]}{"  "}{.origin}{" ->"}{range .costList[*]}{" "}{.destination}{"="}{.networkCost}{end}{"\n"}{end}{end}'
+"${kubectl[@]}" get networktopology net-topology -n "$namespace" -o jsonpath="$costs"
+
+step "kubectl get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone"
+"${kubectl[@]}" get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone
+
 step "kubectl get noderesourcetopologies"
 "${kubectl[@]}" get noderesourcetopologies
 
+stop_operator
 cat <<EOF
+
+The operators have stopped: the statuses above are the last they wrote, and nothing updates
+them now (.venv/bin/toposched operator --namespace $namespace runs them again). The cluster
+keeps running; make cluster-down stops it.
 
 Try:
   export KUBECONFIG=$KUBECONFIG PATH=$bin:\$PATH
+  kubectl get networktopology net-topology -n $namespace -o yaml
   kubectl explain appgroup.spec.workloads.dependencies
   .venv/bin/toposched order examples/appgroup-online-boutique.yaml --algorithm TarjanSort
+  .venv/bin/toposched netcost --networktopology examples/networktopology.yaml \\
+      --configmap examples/netperf-metrics.yaml --nodes examples/nodes.yaml
   kubectl get nrt worker-1 -o yaml
 EOF

@@ -5,7 +5,6 @@ import json
 import subprocess
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -170,21 +169,50 @@ def test_kubectl_explain_describes_fields(kubectl: list[str], resource: str, exp
     assert expected in " ".join(out.split())
 
 
-def test_printer_columns(kubectl: list[str], tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            *kubectl,
-            "get",
-            "crd",
-            "appgroups.appgroup.diktyo.x-k8s.io",
-            "-o",
-            "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    assert out.split() == ["Algorithm", "Members", "Running", "Ready", "Age"]
+@pytest.mark.parametrize(
+    ("kind", "plural", "columns"),
+    [
+        ("AppGroup", "appgroups.appgroup.diktyo.x-k8s.io", ["ALGORITHM", "MEMBERS", "RUNNING", "READY", "REASON"]),
+        (
+            "NetworkTopology",
+            "networktopologies.networktopology.diktyo.x-k8s.io",
+            ["CONFIGMAP", "NODES", "READY", "REASON", "CALCULATED"],
+        ),
+    ],
+    ids=["appgroup", "networktopology"],
+)
+def test_printer_columns_say_why_an_object_is_not_ready(
+    kubectl: list[str], namespace: str, kind: str, plural: str, columns: list[str]
+) -> None:
+    """`kubectl get` shows the Ready condition's reason, and `-o wide` its message."""
+    example = next(
+        doc
+        for path in sorted(EXAMPLES.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == kind
+    )
+    name = example["metadata"]["name"]
+    _run([*kubectl, "apply", "-n", namespace, "-f", "-"], yaml.safe_dump(example))
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "MeasurementsUnavailable",
+        "message": "ConfigMap netperf-metrics not found",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status = json.dumps({"status": {"conditions": [condition]}})
+    patch = [*kubectl, "patch", "-n", namespace, plural.split(".")[0], name, "--subresource=status", "--type=merge"]
+    _run([*patch, "-p", status])
+    table = _run([*kubectl, "get", "-n", namespace, plural, name])
+    header, row = table.splitlines()[:2]
+    assert header.split()[1:-1] == columns
+    assert "MeasurementsUnavailable" in row.split()
+    wide = _run([*kubectl, "get", "-n", namespace, plural, name, "-o", "wide"])
+    assert "ConfigMap netperf-metrics not found" in wide
+
+
+def _run(args: list[str], stdin: str | None = None) -> str:
+    return subprocess.run(args, input=stdin, check=True, capture_output=True, text=True).stdout
 
 
 def _nrt_resource(**fields: object) -> Any:

@@ -16,7 +16,7 @@ plugin then rejects every such pod):
 - no PodResources at all: every resource as above, available = allocatable.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
@@ -289,10 +289,24 @@ def build(inputs: Inputs) -> NodeResourceTopology:
                 for kind, pinnable in state.allocatable.items():
                     allocatable[numa][kind] = pinnable
                     used[numa][kind] = pinnable - free_memory[numa].get(kind, pinnable)
-        groups = checkpoints.memory.groups
-        for numa, state in checkpoints.memory.zones.items():
-            if numa in zone_attributes and state.assignments > 0:
-                zone_attributes[numa][NRT_ZONE_ATTR_MEMORY_CELLS] = format_cpulist(list(state.cells))
+        # Each pinned block counts one assignment on each of its zones; the kubelet drops stale
+        # pods' blocks before it computes the next hints, and a zone left without any is its own
+        # group again.
+        stale_blocks = Counter(
+            numa
+            for uid in stale
+            for blocks in checkpoints.memory.entries.get(uid, {}).values()
+            for _, _, numas in blocks
+            for numa in numas
+        )
+        live = {
+            numa: state.cells
+            for numa, state in checkpoints.memory.zones.items()
+            if numa in zone_attributes and state.assignments - stale_blocks[numa] > 0
+        }
+        for numa, cells in live.items():
+            zone_attributes[numa][NRT_ZONE_ATTR_MEMORY_CELLS] = format_cpulist(list(cells))
+        groups = sorted({cells for cells in live.values() if len(cells) > 1})
 
     zones = []
     for n in machine.nodes:

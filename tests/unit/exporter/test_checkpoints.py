@@ -8,7 +8,12 @@ import pytest
 
 from testkit.realnode.topology import Topology, write_fake_host
 from testkit.sysfs import FakeNode, build
-from toposched.apis.constants import NRT_ATTR_THREADS_PER_CORE, NRT_ZONE_ATTR_FREE_CORES, NRT_ZONE_ATTR_MEMORY_CELLS
+from toposched.apis.constants import (
+    NRT_ATTR_MEMORY_NUMA_GROUPS,
+    NRT_ATTR_THREADS_PER_CORE,
+    NRT_ZONE_ATTR_FREE_CORES,
+    NRT_ZONE_ATTR_MEMORY_CELLS,
+)
 from toposched.exporter.checkpoints import (
     CheckpointError,
     Checkpoints,
@@ -209,3 +214,30 @@ def test_cores_unknown_when_sysfs_has_no_core_ids(tmp_path: Path) -> None:
     machine = read_machine(build(tmp_path, [FakeNode(0, [0, 1, 2, 3], 4 * 1024 * 1024)]))
     assert machine.nodes[0].cores == ()
     assert machine.threads_per_core is None
+
+
+def test_a_stale_pods_memory_leaves_no_cells(tmp_path: Path) -> None:
+    """Oracle seed 3, case 2139: the kubelet rejected a pod after its init container got memory on
+    zone 1. The checkpoint still counts that assignment (and the group 0-1 of another stale pod)
+    until the kubelet's next hint computation drops them, so neither is published: the next pod
+    may take memory across zones 0 and 1."""
+    state = json.loads(memory_state({0: (4 * GI, 3 * GI, [0, 1], 1), 1: (4 * GI, 3 * GI, [0, 1], 2)}))
+    block = {"numaAffinity": [1], "type": "memory", "size": GI}
+    state["entries"] = {
+        "rejected": {"init": [block]},
+        "gone": {"app": [{**block, "numaAffinity": [0, 1]}]},
+    }
+    inputs = Inputs(
+        node="n",
+        machine=smt_machine(tmp_path),
+        kubelet=parse_kubelet({"cpuManagerPolicy": "static", "memoryManagerPolicy": "Static"}),
+        allocatable=Allocatable(
+            cpu_ids=tuple(range(8)),
+            memory=(MemoryBlock("memory", 4 * GI, (0,)), MemoryBlock("memory", 4 * GI, (1,))),
+        ),
+        pods=[],
+        checkpoints=Checkpoints(memory=parse_memory_state(json.dumps(state))),
+    )
+    nrt = build_nrt(inputs)
+    assert [z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS) for z in nrt.zones] == [None, None]
+    assert nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS) is None

@@ -147,11 +147,11 @@ class NodeState:
     def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
         """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first
         within the affinity, then elsewhere: whole free zones while at least a zone's worth is
-        still needed (smallest first), then the init containers' CPUs, then whole free cores while
-        at least a core's worth is needed, then single CPUs, both from the fullest zones first (and
-        within a zone, the halves of used cores before whole ones). Returns the zones they came
-        from. (Each zone is taken to be its own socket, which is what the allocator does when
-        sockets are no fewer than NUMA nodes.)"""
+        still needed (smallest first), then whole free cores while at least a core's worth is
+        needed, then single CPUs, both from the fullest zones first (and within a zone, the halves
+        of used cores before whole ones). The pod's init containers' CPUs count as free ones.
+        Returns the zones they came from. (Each zone is taken to be its own socket, which is what
+        the allocator does when sockets are no fewer than NUMA nodes.)"""
         used: dict[int, int] = {}
         left = request
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
@@ -165,25 +165,19 @@ class NodeState:
                     self.free_cores[n] = 0
                     used[n] = used.get(n, 0) + size
                     left -= size
-            for n in zones:  # reusable CPUs first: they are this pod's already
-                take = min(left, self.reusable_cpus.get(n, 0))
-                if take:
-                    self.reusable_cpus[n] -= take
-                    used[n] = used.get(n, 0) + take
-                    left -= take
+            # The pod's reusable CPUs (its init containers') are in the pool like free ones.
             if self.threads:
-                for n in sorted(zones, key=lambda n: (self.free[n].get(CPU, Decimal(0)), n)):
-                    cores = min(left // self.threads, self.free_cores[n])
+                for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                    whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
+                    cores = min(left // self.threads, whole)
                     if cores > 0:
-                        self._take_free(n, cores * self.threads, cores)
+                        self._take(n, cores * self.threads, whole=True)
                         used[n] = used.get(n, 0) + cores * self.threads
                         left -= cores * self.threads
-            for n in sorted(zones, key=lambda n: (self.free[n].get(CPU, Decimal(0)), n)):
-                have = int(self.free[n].get(CPU, Decimal(0)))
-                take = min(left, max(have, 0))
+            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                take = min(left, self._cpus_of(n))
                 if take:
-                    halves = max(0, have - self.free_cores[n] * self.threads)
-                    self._take_free(n, take, -(-max(0, take - halves) // self.threads) if self.threads else 0)
+                    self._take(n, take, whole=False)
                     used[n] = used.get(n, 0) + take
                     left -= take
             if not left:
@@ -195,9 +189,21 @@ class NodeState:
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
         return tuple(sorted(used))
 
-    def _take_free(self, n: int, cpus: int, cores: int) -> None:
-        self.free[n][CPU] = Decimal(int(self.free[n].get(CPU, Decimal(0))) - cpus)
-        self.free_cores[n] = max(0, self.free_cores[n] - cores)
+    def _take(self, n: int, cpus: int, whole: bool) -> None:
+        """``cpus`` of zone ``n``: the pod's reusable ones first, then free ones (``whole``: as
+        whole cores; else halves of used cores before whole ones)."""
+        reused = min(cpus, self.reusable_cpus.get(n, 0))
+        if reused:
+            self.reusable_cpus[n] -= reused
+        rest = cpus - reused
+        if not rest:
+            return
+        have = int(self.free[n].get(CPU, Decimal(0)))
+        self.free[n][CPU] = Decimal(have - rest)
+        if self.threads:
+            halves = 0 if whole else max(0, have - self.free_cores[n] * self.threads)
+            cores = -(-max(0, rest - halves) // self.threads)
+            self.free_cores[n] = max(0, self.free_cores[n] - cores)
 
     def _cpus_of(self, n: int) -> int:
         """The zone's CPUs the allocator may take: free ones and this pod's reusable ones."""

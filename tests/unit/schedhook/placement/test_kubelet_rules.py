@@ -239,3 +239,23 @@ def test_regrouping_within_one_pod() -> None:
     assert Hint(mask(0, 1), True) in state.memory_hints(q({"memory": "1536Mi"}))
     state.take_memory(q({"memory": "64Mi"}), Hint(mask(1), False), init=False)
     assert state.memory_hints(q({"memory": "1536Mi"})) == []
+
+
+@pytest.mark.parametrize("threads", [None, 1], ids=["cores-unknown", "cores-known"])
+def test_init_containers_cpus_are_in_the_pool_like_free_ones(threads: int | None) -> None:
+    """Seed 3, case 2467: the init container holds zone 2 (4 CPUs); the app container's 2 CPUs,
+    aligned to zone 0 where nothing is free, come from the fullest zone of the whole pool, zone 1
+    (3 free), not from the init container's CPUs first."""
+    n = node(
+        [{"cpu": 0, "memory": "1Gi"}, {"cpu": 3, "memory": "1Gi"}, {"cpu": 0, "memory": "1Gi"}],
+        "best-effort",
+        "pod",
+        "static",
+        capacity=[{"cpu": 4, "memory": "1Gi"} for _ in range(3)],
+        free_cores=[0, 3, 0] if threads else None,
+        threads_per_core=threads,
+    )
+    state = NodeState(n)
+    state.reusable_cpus[2] = 4
+    assert state.take_cpus(2, mask(0), init=False) == (1,)
+    assert state.reusable_cpus[2] == 4

@@ -121,9 +121,13 @@ class NodeState:
         }
         """Zones holding pinned memory of some container (the Memory Manager's assignments)."""
         self.threads = node.threads_per_core or 0
-        self.free_cores = {z.numa: z.free_cores or 0 for z in node.zones}
         if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
             self.threads = 0  # whole cores unknown: CPUs are counted singly
+        # Never more whole cores than the zone's free CPUs make (an NRT can say anything).
+        self.free_cores = {
+            z.numa: min(z.free_cores or 0, max(int(z.available.get(CPU, Decimal(0))), 0) // (self.threads or 1))
+            for z in node.zones
+        }
 
     def sum(self, table: Mapping[int, Mapping[str, Decimal]], resource: str, m: int) -> Decimal:
         return sum((table[n].get(resource, Decimal(0)) for n in bits(m) if n in table), Decimal(0))

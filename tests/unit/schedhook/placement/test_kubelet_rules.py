@@ -155,6 +155,7 @@ def test_the_packed_allocator_takes_whole_zones_first(
         pytest.param([1, 2, 4], [0, 0, 2], 3, (0, 2), id="a-whole-core-before-halves-of-used-cores"),
         pytest.param([1, 4, 4], [0, 2, 2], 3, (0, 1), id="then-single-threads-from-the-fullest"),
         pytest.param([2, 4], [1, 2], 1, (0,), id="one-thread-is-not-a-core's-worth"),
+        pytest.param([2, 3], [5, 1], 4, (0, 1), id="no-more-whole-cores-than-free-cpus-make"),
     ],
 )
 def test_the_packed_allocator_takes_whole_cores_before_single_threads(

@@ -324,10 +324,10 @@ def build(inputs: Inputs) -> NodeResourceTopology:
                 )
             )
         costs = [CostInfo(name=zone_name(other), value=d) for other, d in sorted(n.distances.items())] or None
-        extra = [AttributeInfo(name=k, value=v) for k, v in sorted(zone_attributes[n.id].items())] or None
-        zones.append(
-            Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, attributes=extra, resources=resources)
-        )
+        numa_zone = Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, resources=resources)
+        if zone_attributes[n.id]:  # set only when there are some: unset fields are not sent
+            numa_zone.attributes = [AttributeInfo(name=k, value=v) for k, v in sorted(zone_attributes[n.id].items())]
+        zones.append(numa_zone)
 
     attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY] = kubelet.topology_manager_policy
     attributes[NRT_ATTR_TOPOLOGY_MANAGER_SCOPE] = kubelet.topology_manager_scope

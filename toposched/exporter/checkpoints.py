@@ -57,11 +57,6 @@ class MemoryState:
     entries: dict[str, dict[str, tuple[Block, ...]]] = field(default_factory=dict)
     """Pod uid -> container -> its pinned memory blocks."""
 
-    @property
-    def groups(self) -> list[tuple[int, ...]]:
-        """Multi-NUMA groups, each once."""
-        return sorted({z.cells for z in self.zones.values() if len(z.cells) > 1})
-
 
 @dataclass(frozen=True)
 class Checkpoints:

@@ -63,8 +63,7 @@ def test_memory_state_and_its_groups() -> None:
         memory_state({0: (4 * GI, GI, [0, 1], 2), 1: (4 * GI, 0, [0, 1], 2), 2: (GI, GI, [2], 0)})
     )
     assert state.zones[0].free == {"memory": Decimal(GI)}
-    assert state.zones[2].cells == (2,)
-    assert state.groups == [(0, 1)]
+    assert [(z.cells, z.assignments) for z in state.zones.values()] == [((0, 1), 2), ((0, 1), 2), ((2,), 0)]
 
 
 @pytest.mark.parametrize(

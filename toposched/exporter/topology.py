@@ -265,7 +265,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
         if threads is not None:
             attributes[NRT_ATTR_THREADS_PER_CORE] = str(threads)
         for n in machine.nodes:
-            free = sum(1 for cpu in alloc.cpu_ids if cpu_node.get(cpu) == n.id and cpu in pool)
+            free = sum(1 for cpu in handed if cpu_node.get(cpu) == n.id)
             used[n.id]["cpu"] = allocatable[n.id].get("cpu", Decimal(0)) - Decimal(free)
             if threads is not None:
                 whole = sum(1 for core in n.cores if handed.issuperset(core))

@@ -163,10 +163,7 @@ class NodeState:
             for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
                 size = int(self.capacity[n].get(CPU, Decimal(0)))
                 if size and self._cpus_of(n) == size and left >= size:  # a free zone
-                    take = self.reusable_cpus.get(n, 0)
-                    self.reusable_cpus[n] = 0
-                    self.free[n][CPU] = Decimal(int(self.free[n].get(CPU, Decimal(0))) - (size - take))
-                    self.free_cores[n] = 0
+                    self._take(n, size, whole=True)
                     used[n] = used.get(n, 0) + size
                     left -= size
             # The pod's reusable CPUs (its init containers') are in the pool like free ones.

@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -128,10 +129,13 @@ async def test_costs_from_measurements_follow_configmap_and_labels(
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
 
     # A ConfigMap change reaches the CR within a second.
-    started = time.monotonic()
+    started, changed_at = time.monotonic(), datetime.now(UTC).replace(microsecond=0)
     await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "6", ("n1", "n3"): "30", ("n2", "n3"): "40"}))
     await wait_for(lambda: costs_equal(api, namespace, {**expected, ("z1", "z2"): 6, ("z2", "z1"): 6}), what="new cost")
     assert time.monotonic() - started < 5
+    await asyncio.sleep(1)  # the events of those writes come back; none may undo the new status
+    calculated = (await get_nt(api, namespace))["status"]["weightCalculationTime"]
+    assert datetime.fromisoformat(calculated.replace("Z", "+00:00")) >= changed_at
 
     # Nothing changed -> nothing written: an unrelated key leaves the object alone.
     before = (await get_nt(api, namespace))["metadata"]["resourceVersion"]

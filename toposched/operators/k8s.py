@@ -29,6 +29,21 @@ async def patch_status(
     return result
 
 
+async def read_object(
+    api: client.ApiClient, kind: type[KubeObject], namespace: str, name: str
+) -> dict[str, Any] | None:
+    """The object as the apiserver has it now, or None when it is gone."""
+    try:
+        found: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+            kind.GROUP, kind.VERSION, namespace, kind.PLURAL, name
+        )
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
 async def read_configmap_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
     """The ConfigMap's data, or None when it does not exist."""
     try:

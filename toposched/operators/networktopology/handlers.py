@@ -168,14 +168,18 @@ class NetworkTopologyReconciler:
         await self.nodes_listed.wait()
         if not self.runtime.leadership.leading.is_set():  # it may have been lost while waiting
             return
-        found = list(self.bodies.get(key, []))
-        if not found:
+        if not self.bodies.get(key):
             return
         started = time.perf_counter()
+        # Read afresh, not from the index: an event of our own spec write arrives before the one of
+        # the status write that followed it, and a reconcile of that body would undo the status.
+        body = await k8s.read_object(self.runtime.api, NetworkTopology, key[0], key[1])
+        if body is None:
+            return
         try:
-            nt = NetworkTopology.from_dict(found[-1])
+            nt = NetworkTopology.from_dict(body)
         except ValidationError as exc:
-            await report_invalid(self.runtime, NetworkTopology, key, found[-1], describe(exc), self.invalid)
+            await report_invalid(self.runtime, NetworkTopology, key, body, describe(exc), self.invalid)
             return
         settings = self.runtime.settings
         invalid = configmap_name_problem(nt.spec.configmap_name)
@@ -232,7 +236,7 @@ class NetworkTopologyReconciler:
             logger.warning("NetworkTopology %s/%s: %s", key[0], key[1], message)
             await events.post_event(
                 self.runtime.api,
-                found[-1],
+                body,
                 "Warning",
                 reason,
                 message,

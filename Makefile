@@ -39,7 +39,7 @@ cluster-down: ## stop everything `make cluster` started (real nodes included); l
 cluster-status: ## show whether the local control plane is up, and its real nodes
 	hack/cluster.sh status
 
-run: venv cluster ## the main job on the local control plane: install CRDs and examples, show them
+run: venv cluster ## the main job: Online Boutique on real kubelet nodes, toposched beside kube-scheduler alone
 	hack/run.sh
 
 lint: venv ## ruff, mypy --strict and the import contracts

@@ -279,10 +279,12 @@ async def real_run(
 
 
 def _kubelet_zones(pool: Pool, pod: dict[str, Any]) -> tuple[str, ...]:
-    """The NUMA zones of the CPUs the kubelet gave the pod (from its checkpoint); () if none."""
     node = pool.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
-    if node is None:
-        return ()
+    return () if node is None else kubelet_zones(node, pod)
+
+
+def kubelet_zones(node: RealNode, pod: dict[str, Any]) -> tuple[str, ...]:
+    """The NUMA zones of the CPUs ``node``'s kubelet gave the pod (from its checkpoint); () if none."""
     cpus = [c for cpus in node.assigned_cpus(pod["metadata"]["uid"]).values() for c in cpus]
     return tuple(sorted({f"node-{node.topology.zone_of_cpu(c)}" for c in cpus}))
 

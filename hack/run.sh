@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: the main job on the local control plane. Installs the CRDs and the example objects
 # (kwok nodes over two regions, sample latencies, an AppGroup, a NetworkTopology, an NRT), runs
-# the operators as a local process until they have written the statuses, and shows them the way
-# a user would look at them.
+# the operators as a local process and shows what they wrote; then bench/demo.py places Online
+# Boutique on real kubelet nodes with toposched and with kube-scheduler alone, side by side.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,15 +53,32 @@ costs+='{range .originList[*]}{"  "}{.origin}{" ->"}{range .costList[*]}{" "}{.d
 step "kubectl get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone"
 "${kubectl[@]}" get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone
 
+# Real kubelet nodes, the exporter, both schedulers and Online Boutique: bench/demo.py. As root,
+# the node tools come from Debian packages when missing (make test-tools); otherwise the demo
+# says why it cannot place pods and the rest of the output stands.
+if [[ $(id -u) -eq 0 ]]; then
+  "$repo/hack/install-node-tools.sh" || echo "run: the node tools could not be installed (see above)" >&2
+fi
+placed=yes
+"$repo/.venv/bin/python" -m bench.demo --namespace "$namespace" --json "$repo/.cluster/demo.json" || {
+  status=$?
+  [[ $status -eq 3 ]] || exit "$status"
+  placed=no
+}
+
 step "kubectl get noderesourcetopologies"
 "${kubectl[@]}" get noderesourcetopologies
+
+step "kubectl get appgroup online-boutique -n $namespace -o wide (the operator's view of the placed pods)"
+"${kubectl[@]}" get appgroup online-boutique -n "$namespace" -o wide
 
 stop_operator
 cat <<EOF
 
-The operators have stopped: the statuses above are the last they wrote, and nothing updates
-them now (.venv/bin/toposched operator --namespace $namespace runs them again). The cluster
-keeps running; make cluster-down stops it.
+The operators, the exporters and both schedulers have stopped: the statuses and NRTs above are
+the last they wrote, and nothing updates them now (.venv/bin/toposched operator --namespace
+$namespace runs the operators again). The cluster and its real nodes keep running, and so do
+toposched's Online Boutique pods; make cluster-down stops everything.
 
 Try:
   export KUBECONFIG=$KUBECONFIG PATH=$bin:\$PATH
@@ -72,3 +89,16 @@ Try:
       --configmap examples/netperf-metrics.yaml --nodes examples/nodes.yaml
   kubectl get nrt worker-1 -o yaml
 EOF
+if [[ $placed == yes ]]; then
+  cat <<EOF
+  kubectl get pods -n $namespace -o wide
+  kubectl get nrt numa-1 -o yaml
+  kubectl get pods -n $namespace -o yaml >pods.yaml; kubectl get pod frontend -n $namespace -o yaml >pod.yaml
+  kubectl get nrt -o yaml >nrts.yaml; kubectl get nodes -o yaml >nodes.yaml
+  kubectl get networktopology net-topology -n $namespace -o yaml >nt.yaml
+  .venv/bin/toposched explain --pod pod.yaml --nrt nrts.yaml --nodes nodes.yaml --pods pods.yaml \\
+      --appgroup examples/appgroup-online-boutique.yaml --networktopology nt.yaml
+EOF
+else
+  echo "(no placement on real nodes: they need root and the node tools, which make test-tools installs)"
+fi

@@ -1,0 +1,368 @@
+"""``python -m bench.demo``: the placement part of ``make run``.
+
+Online Boutique (examples/appgroup-online-boutique.yaml) on real kubelet nodes with fake
+two-NUMA topologies, placed once by kube-scheduler alone and once by kube-scheduler with the
+toposched extender, on the same nodes with the same pods. The real kubelets judge every pod
+(TopologyAffinityErrors are theirs), the real exporter publishes every node's NRT, and the
+network cost of each dependency comes from the NetworkTopology the operator computed.
+
+The real nodes join the kwok workers' regions and zones (examples/nodes.yaml), one per zone;
+their latencies are the sample's, by zone. toposched's pods are left running for a person to
+look at; kube-scheduler alone's are removed to make room for them.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes_asyncio import client
+
+from bench.harness import Harness, SetupError
+from bench.realnodes import REJECTIONS, kubelet_verdict, kubelet_zones, require_real_nodes
+from testkit.paths import EXAMPLES, REPO
+from testkit.realnode import (
+    KubeletSettings,
+    RealNode,
+    RealNodeError,
+    Topology,
+    add_node,
+    list_nodes,
+    reset_node,
+    workload_pod,
+)
+from testkit.realnode.exporter import NodeExporter, start_exporter, wait_agreement
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.apis.networktopology import NetworkTopology
+from toposched.operators.appgroup.toposort import sort_spec
+from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, evaluate
+from toposched.schedhook.placement.parse import links_of
+
+NODES = {
+    "numa-1": ("us-west-1", "z1"),
+    "numa-2": ("us-west-1", "z2"),
+    "numa-3": ("us-east-1", "z3"),
+    "numa-4": ("us-east-1", "z4"),
+}
+"""Real node -> (region, zone): the zones of the kwok workers worker-1..4."""
+TWIN = {"numa-1": "worker-1", "numa-2": "worker-2", "numa-3": "worker-3", "numa-4": "worker-4"}
+"""The kwok worker in the same zone, whose sample latencies the real node takes over."""
+TOPOLOGY = Topology.uniform(zones=2, cores_per_zone=4, memory_per_zone="4Gi")
+SETTINGS = KubeletSettings(topology_manager_policy="single-numa-node")
+SHAPE = "2 NUMA zones x 4 CPUs (CPU 0 reserved), 4 GiB per zone, Topology Manager single-numa-node"
+CPUS = {
+    "frontend": 3,
+    "cartservice": 2,
+    "productcatalogservice": 3,
+    "currencyservice": 2,
+    "paymentservice": 1,
+    "shippingservice": 2,
+    "emailservice": 1,
+    "checkoutservice": 3,
+    "recommendationservice": 2,
+    "adservice": 2,
+    "redis-cart": 2,
+}
+"""Guaranteed pods, one per workload: 23 of the nodes' 28 allocatable CPUs."""
+MEMORY = "256Mi"
+SCHEDULERS = {"plain": "kube-scheduler alone", "toposched": "toposched"}
+SETTLE_SECONDS = 120
+
+
+@dataclass
+class Placed:
+    node: str | None = None
+    verdict: str = "unbound"
+    numa: tuple[str, ...] = ()
+    message: str = ""
+
+
+@dataclass
+class Run:
+    scheduler: str
+    namespace: str
+    pods: dict[str, Placed] = field(default_factory=dict)
+    """workload -> where its pod went and what the kubelet said."""
+
+    def errors(self) -> int:
+        return sum(p.verdict in REJECTIONS for p in self.pods.values())
+
+    def running(self) -> int:
+        return sum(p.verdict in ("running", "admitted") for p in self.pods.values())
+
+
+# nodes ------------------------------------------------------------------------------------
+
+
+def _ready_node(name: str, existing: dict[str, RealNode]) -> RealNode:
+    """The real node ``name`` in the demo's shape: kept when it already is (a warm run), else
+    restarted or added."""
+    found = existing.get(name)
+    if found is None:
+        return add_node(name, TOPOLOGY, SETTINGS)
+    if found.kubelet_running() and found.topology == TOPOLOGY and found.settings == SETTINGS:
+        return found
+    return reset_node(name, TOPOLOGY, SETTINGS)
+
+
+def real_nodes() -> list[RealNode]:
+    existing = {n.name: n for n in list_nodes()}
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(lambda name: _ready_node(name, existing), NODES))
+
+
+def latencies() -> dict[str, str]:
+    """The sample latencies between the kwok workers, given to the real node in the same zone too."""
+    sample = yaml.safe_load((EXAMPLES / "netperf-metrics.yaml").read_text())["data"]
+    prefix = "netperf.{pct}.latency.milliseconds.origin.{a}.destination.{b}"
+    workers = {**{w: w for w in TWIN.values()}, **TWIN}
+    out: dict[str, str] = {}
+    for a, twin_a in workers.items():
+        for b, twin_b in workers.items():
+            if a == b or (a in TWIN.values() and b in TWIN.values()):
+                continue
+            for pct in ("p50", "p90", "p99"):
+                same_zone = twin_a == twin_b
+                value = "1" if same_zone else sample[prefix.format(pct=pct, a=twin_a, b=twin_b)]
+                out[prefix.format(pct=pct, a=a, b=b)] = value
+    return out
+
+
+# runs -------------------------------------------------------------------------------------
+
+
+def demo_pod(workload: str, scheduler: str) -> dict[str, Any]:
+    body = workload_pod(
+        workload,
+        cpu=CPUS[workload],
+        memory=MEMORY,
+        labels={APPGROUP_LABEL: "online-boutique", WORKLOAD_LABEL: workload},
+    )
+    body["spec"]["schedulerName"] = scheduler
+    body["spec"]["nodeSelector"] = {"toposched-demo": "numa"}
+    return body
+
+
+async def wait_judged(
+    h: Harness,
+    namespace: str,
+    names: Sequence[str],
+    until: Sequence[str] = ("unbound", "not yet judged", "admitted"),
+    within: float = SETTLE_SECONDS,
+) -> dict[str, dict[str, Any]]:
+    """The namespace's pods once none of ``names`` has a verdict in ``until`` (by default: each is
+    running, rejected by its kubelet, or unschedulable), or after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        listed = await h.core.list_namespaced_pod(namespace, _preload_content=False)
+        pods = {p["metadata"]["name"]: p for p in json.loads(await listed.read())["items"]}
+        verdicts = [kubelet_verdict(pods[n]) if n in pods else "unbound" for n in names]
+        if all(v not in until for v in verdicts) or time.monotonic() > deadline:
+            return pods
+        await asyncio.sleep(0.2)
+
+
+async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, RealNode]) -> Run:
+    """Online Boutique's pods in its topology order, each created once the one before is bound
+    (toposched's order gates do this in a full install), then what the kubelets made of them."""
+    appgroup = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text()))
+    order = sort_spec(appgroup.spec).order
+    for workload in order:
+        await h.core.create_namespaced_pod(namespace, demo_pod(workload, scheduler))
+        await wait_judged(h, namespace, [workload], until=("unbound",), within=30)
+    pods = await wait_judged(h, namespace, order)
+    run = Run(scheduler, namespace)
+    for workload in order:
+        pod = pods.get(workload)
+        if pod is None:
+            run.pods[workload] = Placed()
+            continue
+        name = (pod.get("spec") or {}).get("nodeName")
+        node = nodes.get(name or "")
+        run.pods[workload] = Placed(
+            node=name,
+            verdict=kubelet_verdict(pod),
+            numa=kubelet_zones(node, pod) if node else (),
+            message=((pod.get("status") or {}).get("message") or "")[:120],
+        )
+    return run
+
+
+async def empty_namespace(h: Harness, namespace: str) -> None:
+    try:
+        await h.namespace(namespace)
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    await h.delete_pods(namespace)
+
+
+# costs ------------------------------------------------------------------------------------
+
+
+def dependency_costs(run: Run, appgroup: AppGroup, nt: NetworkTopology) -> dict[tuple[str, str], int | None]:
+    """(workload, dependency) -> the network cost between their pods' nodes as the extender counts
+    it (0 same node, 1 same zone, else the zone or region pair's NetperfCosts); None if either is
+    not placed."""
+    links = links_of(nt, "NetperfCosts")
+    locations = {name: Location(region, zone) for name, (region, zone) in NODES.items()}
+    out: dict[tuple[str, str], int | None] = {}
+    for item in appgroup.spec.workloads:
+        for dep in item.dependencies or ():
+            source, target = item.workload.selector, dep.workload.selector
+            a, b = run.pods[source].node, run.pods[target].node
+            if a is None or b is None:
+                out[(source, target)] = None
+                continue
+            edge = Edge(source, target)
+            settings = NetworkSettings(count_dependents=False)
+            out[(source, target)] = evaluate(source, a, locations, [edge], [(target, b)], links, settings).cost
+    return out
+
+
+# output -----------------------------------------------------------------------------------
+
+
+def _where(p: Placed) -> tuple[str, str, str, str]:
+    if p.node is None:
+        return ("-", "-", "-", p.verdict)
+    region, zone = NODES.get(p.node, ("?", "?"))
+    numa = ",".join(z.removeprefix("node-") for z in p.numa) or "-"
+    return (p.node, f"{region}/{zone}", numa, p.verdict)
+
+
+def render(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | None]]) -> str:
+    lines = []
+    left, right = runs["toposched"], runs["plain"]
+    header = ("pod", "cpu", "node", "region/zone", "NUMA", "kubelet")
+    widths = (22, 4, 7, 13, 5, 21)
+    row = "  ".join(f"{{:{w}}}" for w in widths) + " | " + "  ".join(f"{{:{w}}}" for w in widths[2:])
+    lines.append(f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + 6}} | kube-scheduler alone")
+    lines.append(row.format(*header, *header[2:]))
+    for workload, placed in left.pods.items():
+        lines.append(row.format(workload, CPUS[workload], *_where(placed), *_where(right.pods[workload])))
+    lines.append("")
+    lines.append(f"{'dependency':<46}{'toposched':>10}{'alone':>8}")
+    for (source, target), cost in costs["toposched"].items():
+        other = costs["plain"][(source, target)]
+        lines.append(f"{source + ' -> ' + target:<46}{_cost(cost):>10}{_cost(other):>8}")
+    lines.append(f"{'summed network cost':<46}{_sum(costs['toposched']):>10}{_sum(costs['plain']):>8}")
+    lines.append("")
+    lines.append(f"{'TopologyAffinityErrors (the kubelets)':<46}{left.errors():>10}{right.errors():>8}")
+    lines.append(f"{'pods the kubelets admitted':<46}{left.running():>10}{right.running():>8}")
+    return "\n".join(lines)
+
+
+def _cost(cost: int | None) -> str:
+    return "-" if cost is None else str(cost)
+
+
+def _sum(costs: dict[tuple[str, str], int | None]) -> str:
+    known = [c for c in costs.values() if c is not None]
+    missing = len(costs) - len(known)
+    return f"{sum(known)}" + (f" (+{missing} unplaced)" if missing else "")
+
+
+def summary(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | None]]) -> dict[str, Any]:
+    return {
+        name: {
+            "topologyAffinityErrors": run.errors(),
+            "admitted": run.running(),
+            "networkCost": sum(c for c in costs[name].values() if c is not None),
+            "pods": {w: {"node": p.node, "numa": list(p.numa), "kubelet": p.verdict} for w, p in run.pods.items()},
+        }
+        for name, run in runs.items()
+    }
+
+
+# main -------------------------------------------------------------------------------------
+
+
+async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
+    step("real kubelet nodes: " + ", ".join(f"{n} ({r}/{z})" for n, (r, z) in NODES.items()) + f"; {SHAPE}")
+    started = time.monotonic()
+    nodes = {n.name: n for n in await asyncio.to_thread(real_nodes)}
+    print(f"ready in {time.monotonic() - started:.0f} s")
+    exporters: list[NodeExporter] = []
+    work = Path(tempfile.mkdtemp(prefix="toposched-demo-"))
+    async with Harness(kubeconfig, work) as h:
+        try:
+            for name, (region, zone) in NODES.items():
+                labels = {REGION_LABEL: region, ZONE_LABEL: zone, "toposched-demo": "numa"}
+                await h.core.patch_node(name, {"metadata": {"labels": labels}})
+            await h.core.patch_namespaced_config_map(
+                "netperf-metrics", namespace, {"data": latencies()}
+            )  # the NetworkTopology's nodes now include the real ones
+            step("exporters: `toposched exporter` for each real node (local processes), NRTs from PodResources")
+            with ThreadPoolExecutor(4) as pool:
+                exporters = list(pool.map(start_exporter, nodes.values()))
+            alone = f"{namespace}-alone"
+            for ns in (namespace, alone):
+                await empty_namespace(h, ns)  # an earlier run's pods go
+            await asyncio.to_thread(_fresh, exporters)
+            step("schedulers: kube-scheduler alone (profile plain), and kube-scheduler + the toposched extender")
+            h.start_plain()
+            await h.start_toposched()
+            print(f"both as local processes; logs in {work}")
+            runs: dict[str, Run] = {}
+            step("kube-scheduler alone places Online Boutique (namespace " + alone + ")")
+            runs["plain"] = await place(h, "plain", alone, nodes)
+            await h.delete_pods(alone)
+            await asyncio.to_thread(_fresh, exporters)
+            step(f"toposched places Online Boutique (namespace {namespace}, AppGroup online-boutique)")
+            runs["toposched"] = await place(h, "toposched", namespace, nodes)
+            nt = NetworkTopology.from_dict(
+                await h.custom.get_namespaced_custom_object(
+                    NetworkTopology.GROUP, NetworkTopology.VERSION, namespace, NetworkTopology.PLURAL, "net-topology"
+                )
+            )
+            appgroup = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text()))
+            costs = {name: dependency_costs(run, appgroup, nt) for name, run in runs.items()}
+            step("side by side: each pod's node, region/zone and NUMA zones, as the kubelets decided")
+            print(render(runs, costs))
+            if json_out is not None:
+                text = json.dumps(summary(runs, costs), indent=2) + "\n"
+                await asyncio.to_thread(json_out.write_text, text)
+        finally:
+            for exporter in exporters:
+                exporter.stop()
+    return 0
+
+
+def _fresh(exporters: Sequence[NodeExporter]) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda e: wait_agreement(e, 60), exporters))
+
+
+def step(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", default="toposched-demo")
+    parser.add_argument(
+        "--kubeconfig", type=Path, default=Path(os.environ.get("KUBECONFIG", REPO / ".cluster/kubeconfig"))
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    try:
+        require_real_nodes()
+        return asyncio.run(demo(args.kubeconfig, args.namespace, args.json))
+    except (SetupError, RealNodeError) as exc:
+        print(f"\nno placement on real nodes: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

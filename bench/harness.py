@@ -155,9 +155,10 @@ class Harness:
 
     # schedulers ------------------------------------------------------------------------------
 
-    def _start(self, args: list[str], log: str) -> "subprocess.Popen[bytes]":
+    def _start(self, args: list[str], log: str, env: dict[str, str] | None = None) -> "subprocess.Popen[bytes]":
         with (self.work / log).open("wb") as out:
-            proc = subprocess.Popen(args, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+            environ = {**self.env, **(env or {})}
+            proc = subprocess.Popen(args, cwd=REPO, env=environ, stdout=out, stderr=subprocess.STDOUT)
         self.processes.append(proc)
         return proc
 
@@ -166,6 +167,25 @@ class Harness:
         path = self.work / "plain.yaml"
         path.write_text(Template(PLAIN).substitute(kubeconfig=self.kubeconfig))
         self._start([f"{self.bin}/kube-scheduler", f"--config={path}", "--secure-port=0"], "plain.log")
+
+    def start_scheduler(self, binary: str, config: str, name: str) -> "subprocess.Popen[bytes]":
+        """Another scheduler binary (scheduler-plugins') with ``config``; its log is ``name``.log."""
+        path = self.work / f"{name}.yaml"
+        path.write_text(config)
+        return self._start([binary, f"--config={path}", "--secure-port=0"], f"{name}.log")
+
+    def start_operator(self) -> "subprocess.Popen[bytes]":
+        """``toposched operator`` for every namespace: AppGroup orders other schedulers read."""
+        env = {"TOPOSCHED_METRICS_PORT": "0", "TOPOSCHED_LEASE_NAME": "toposched-bench"}
+        return self._start([sys.executable, "-m", "toposched", "operator"], "operator.log", env)
+
+    def stop(self, proc: "subprocess.Popen[bytes]") -> None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        self.processes.remove(proc)
 
     async def start_toposched(self, extra: Sequence[str] = (), profile: str = "toposched") -> int:
         """The extender (ready once its cache synced), then kube-scheduler with the shipped profile

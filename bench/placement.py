@@ -25,12 +25,14 @@ from typing import Any
 
 import yaml
 
-from bench.harness import Harness, NodeSpec
+from bench import optimum, scheduler_plugins
+from bench.harness import Harness, NodeSpec, SetupError
 from bench.realnodes import real_numa_scenarios
 from testkit.paths import EXAMPLES
 from testkit.simulated_kubelet import GPU, Node, two_numa
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.apis.quantity import parse_quantity
 from toposched.operators.appgroup.toposort import sort_spec
 from toposched.schedhook.placement.parse import pod_from_spec
 
@@ -178,12 +180,14 @@ async def numa_scenario(
     await h.create_nodes(specs, tag)
     runs: dict[str, list[NumaRun]] = {s: [] for s in schedulers}
     try:
-        for repeat in range(repeats):
-            for scheduler in runs:
-                fresh = {n: two_numa(n, policy) for n in names}
-                stream = numa_pods(pods, scheduler, tag, seed=repeat)
-                namespace = f"numa-{scheduler}-{tag}-{repeat}"
-                runs[scheduler].append(await numa_run(h, scheduler, fresh, stream, namespace, refresh, burst, interval))
+        async with scheduler_plugins.numa_running(h, schedulers):
+            for repeat in range(repeats):
+                for scheduler in runs:
+                    fresh = {n: two_numa(n, policy) for n in names}
+                    stream = numa_pods(pods, scheduler, tag, seed=repeat)
+                    namespace = f"numa-{scheduler}-{tag}-{repeat}"
+                    run = await numa_run(h, scheduler, fresh, stream, namespace, refresh, burst, interval)
+                    runs[scheduler].append(run)
     finally:
         await h.delete_nodes(names)
     out: dict[str, Any] = {
@@ -197,6 +201,9 @@ async def numa_scenario(
         "burst": burst,
         "burst_interval_seconds": interval,
     }
+    zones = [template[n].zones for n in names]
+    estimates = [packed(zones, numa_pods(pods, "any", tag, seed=repeat)) for repeat in range(repeats)]
+    out["bound_estimate"] = _spread([float(e) for e in estimates])
     for scheduler, results in runs.items():
         out[scheduler] = {
             "topology_affinity_errors": _spread([r.errors for r in results]),
@@ -209,11 +216,22 @@ async def numa_scenario(
     return out
 
 
+def packed(zones: Sequence[Sequence[Any]], pods: Sequence[dict[str, Any]]) -> int:
+    """The offline best-fit-decreasing estimate of how many of ``pods`` the nodes could run."""
+    requests = [
+        {r: float(parse_quantity(v)) for r, v in p["spec"]["containers"][0]["resources"]["limits"].items()}
+        for p in pods
+    ]
+    return optimum.packed_estimate([[{r: float(v) for r, v in z.items()} for z in node] for node in zones], requests)
+
+
 # network -----------------------------------------------------------------------------------
 
 REGIONS = ["bench-r1", "bench-r2", "bench-r3"]
 REGION_COSTS = {("bench-r1", "bench-r2"): 60, ("bench-r1", "bench-r3"): 80, ("bench-r2", "bench-r3"): 100}
 ZONE_COSTS = {(0, 1): 5, (0, 2): 10, (1, 2): 15}
+NETWORK_NODE_CPUS = 4
+"""CPUs per node of the network scenario; each pod asks for 1, so this many pods fit on a node."""
 
 
 def _zone(region: str, k: int) -> str:
@@ -324,6 +342,8 @@ async def network_run(
                 "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", ag
             )
         await asyncio.sleep(1.5)  # the extender's cache sees the AppGroups and the NetworkTopology
+        if scheduler == scheduler_plugins.NETWORK:
+            await _ordered(h, namespace, [ag["metadata"]["name"] for ag in appgroups()])
         for ag in appgroups():
             model = AppGroup.model_validate(ag)
             group = model.name
@@ -342,6 +362,21 @@ async def network_run(
             costs += pairs
             per_edge[f"{group}/{source}->{target}"] = statistics.mean(pairs)
     return {"total": sum(per_edge.values()), "max": max(costs), "pair_costs": costs, "per_edge": per_edge}
+
+
+async def _ordered(h: Harness, namespace: str, names: Sequence[str], within: float = 30) -> None:
+    """Wait until the operator has written each AppGroup's status.topologyOrder (SP's queue sort reads it)."""
+    deadline = time.monotonic() + within
+    for name in names:
+        while True:
+            ag = await h.custom.get_namespaced_custom_object(
+                "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", name
+            )
+            if (ag.get("status") or {}).get("topologyOrder"):
+                break
+            if time.monotonic() > deadline:
+                raise SetupError(f"AppGroup {namespace}/{name} got no status.topologyOrder within {within:.0f} s")
+            await asyncio.sleep(0.2)
 
 
 def _member(group: str, workload: str, i: int, scheduler: str, tag: str) -> dict[str, Any]:
@@ -365,15 +400,18 @@ async def network_scenario(h: Harness, *, nodes_per_zone: int, replicas: int, re
             for i in range(nodes_per_zone):
                 name = f"net-{tag}-{region[-2:]}-z{k}-{i:02d}"
                 labels = {REGION_LABEL: region, ZONE_LABEL: _zone(region, k)}
-                specs.append(NodeSpec(name, {"cpu": "4", "memory": "16Gi", "pods": "110"}, labels=labels))
+                allocatable = {"cpu": str(NETWORK_NODE_CPUS), "memory": "16Gi", "pods": "110"}
+                specs.append(NodeSpec(name, allocatable, labels=labels))
                 where[name] = (name, region, _zone(region, k))
     await h.create_nodes(specs, tag)
-    runs: dict[str, list[dict[str, Any]]] = {"plain": [], "toposched": []}
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in NETWORK_SCHEDULERS}
+    sp_namespaces = [f"net-{scheduler_plugins.NETWORK}-{tag}-{repeat}" for repeat in range(repeats)]
     try:
-        for repeat in range(repeats):
-            for scheduler in runs:
-                namespace = f"net-{scheduler}-{tag}-{repeat}"
-                runs[scheduler].append(await network_run(h, scheduler, namespace, tag, replicas, where))
+        async with scheduler_plugins.network_running(h, sp_namespaces, network_topology("")["metadata"]["name"]):
+            for repeat in range(repeats):
+                for scheduler in runs:
+                    namespace = f"net-{scheduler}-{tag}-{repeat}"
+                    runs[scheduler].append(await network_run(h, scheduler, namespace, tag, replicas, where))
     finally:
         await h.delete_nodes(s.name for s in specs)
     out: dict[str, Any] = {
@@ -384,6 +422,17 @@ async def network_scenario(h: Harness, *, nodes_per_zone: int, replicas: int, re
         "repeats": repeats,
         "edges": sum(len(edges(ag)) for ag in appgroups()),
     }
+    out["optimum"] = optimum.network_optimum(
+        [
+            (ag["metadata"]["name"], [w["workload"]["selector"] for w in ag["spec"]["workloads"]], edges(ag))
+            for ag in appgroups()
+        ],
+        replicas=replicas,
+        capacity=NETWORK_NODE_CPUS,
+        nodes_per_zone=nodes_per_zone,
+    )
+    problems = optimum.self_check()
+    out["optimum"]["exhaustive_check"] = problems or "agrees with exhaustive search on 4 tiny instances"
     for scheduler, results in runs.items():
         out[scheduler] = {
             "total_cost": _spread([r["total"] for r in results]),
@@ -394,8 +443,10 @@ async def network_scenario(h: Harness, *, nodes_per_zone: int, replicas: int, re
     return out
 
 
-NUMA_SCHEDULERS = ("plain", "toposched", "toposched-packed")
-"""kube-scheduler alone; with the extender as shipped (LeastAllocated); with ``--strategy MostAllocated``."""
+NUMA_SCHEDULERS = ("plain", "toposched", "toposched-packed", scheduler_plugins.NUMA)
+"""kube-scheduler alone; with the extender as shipped (LeastAllocated); with ``--strategy
+MostAllocated``; scheduler-plugins' NodeResourceTopologyMatch."""
+NETWORK_SCHEDULERS = ("plain", "toposched", scheduler_plugins.NETWORK)
 
 
 async def numa_scenarios(h: Harness, full: bool) -> dict[str, Any]:

@@ -12,8 +12,16 @@ LABELS = {
     "plain": "kube-scheduler alone",
     "toposched": "+ toposched (LeastAllocated)",
     "toposched-packed": "+ toposched (MostAllocated)",
+    "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
+    "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
 }
-COLORS = {"plain": "#9e9e9e", "toposched": "#1f77b4", "toposched-packed": "#2ca02c"}
+COLORS = {
+    "plain": "#9e9e9e",
+    "toposched": "#1f77b4",
+    "toposched-packed": "#2ca02c",
+    "sp-numa": "#d62728",
+    "sp-network": "#d62728",
+}
 NUMA_SCENARIOS = {
     "fragmentation_single_numa_node": "fragmentation, single-numa-node",
     "fragmentation_restricted": "fragmentation, restricted",
@@ -136,6 +144,14 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
             if judged == "kubelet":
                 row += f" {r['zone_mismatches']} | {r.get('simulator_disagreements', 0)} |"
             lines.append(row)
+        if "bound_estimate" in sc:
+            bound = sc["bound_estimate"]["median"]
+            best = max(sc[n]["placed"]["median"] for n in sc["schedulers"])
+            lines += [
+                "",
+                f"Most pods any placement could run, estimated offline (best fit decreasing, every pod known, "
+                f"one NUMA zone each): {bound:g}; the best scheduler here reaches {best / bound:.0%} of it.",
+            ]
         if judged == "kubelet":
             reasons = {n: sc[n].get("rejection_reasons") for n in sc["schedulers"] if sc[n].get("rejection_reasons")}
             undecided = {n: sc[n]["undecided"]["max"] for n in sc["schedulers"] if sc[n]["undecided"]["max"]}
@@ -150,13 +166,14 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
 def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str, placed: str) -> list[str]:
     present = [k for k in NUMA_SCENARIOS if k in results]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    width = 0.8 / 3
-    for j, scheduler in enumerate(results[present[0]]["schedulers"]):
+    schedulers = results[present[0]]["schedulers"]
+    width = 0.8 / len(schedulers)
+    for j, scheduler in enumerate(schedulers):
         for ax, metric in zip(axes, ("topology_affinity_errors", "placed"), strict=True):
             med = [results[k][scheduler][metric]["median"] for k in present]
             low = [m - results[k][scheduler][metric]["min"] for m, k in zip(med, present, strict=True)]
             high = [results[k][scheduler][metric]["max"] - m for m, k in zip(med, present, strict=True)]
-            xs = [i + (j - 1) * width for i in range(len(present))]
+            xs = [i + (j - (len(schedulers) - 1) / 2) * width for i in range(len(present))]
             ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
     for ax, what in zip(
         axes, ("TopologyAffinityErrors (lower is better)", f"{placed} (higher is better)"), strict=True
@@ -226,21 +243,42 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
         f"| scheduler | sum over {net['edges']} edges | largest pair cost |",
         "| --- | ---: | ---: |",
     ]
-    for name in ("plain", "toposched"):
+    names = [n for n in LABELS if n in net]
+    optimum = net.get("optimum")
+    if optimum:
+        lines[-2] = lines[-2].rstrip("|") + "| ratio to the optimum |"
+        lines[-1] += " ---: |"
+    for name in names:
         r = net[name]
-        lines.append(f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} |")
+        row = f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} |"
+        if optimum:
+            row += f" {r['total_cost']['median'] / optimum['total_cost']:.2f} |"
+        lines.append(row)
+    if optimum:
+        lines.append(
+            f"| optimum ({optimum['solver']}, {optimum['status']}) | {optimum['total_cost']:.1f} "
+            f"| {optimum['max_pair_cost']} | 1.00 |"
+        )
+        check = optimum.get("exhaustive_check")
+        lines += ["", optimum["method"] + (f" Check: {check}." if isinstance(check, str) else "")]
     lines.append("")
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    bins = [0, 1, 2, 6, 11, 16, 61, 81, 101]
-    for name in ("plain", "toposched"):
-        ax.hist(net[name]["pair_costs"], bins=bins, alpha=0.6, color=COLORS[name], label=LABELS[name])
-    ax.set_xlabel("network cost between dependent pods")
-    ax.set_ylabel("pod pairs")
-    ax.legend(fontsize=8)
+    for name in names:
+        costs = sorted(net[name]["pair_costs"])
+        ys = [(i + 1) / len(costs) for i in range(len(costs))]
+        ax.step(costs, ys, where="post", color=COLORS[name], label=LABELS[name])
+    if optimum:
+        costs = sorted(optimum["pair_costs"])
+        ys = [(i + 1) / len(costs) for i in range(len(costs))]
+        ax.step(costs, ys, where="post", color="black", linestyle="--", label="optimum")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("network cost between dependent pods (symlog)")
+    ax.set_ylabel("share of pod pairs at or below")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(plots / "network.png", dpi=110)
     plt.close(fig)
-    return [*lines, "![network cost per pod pair](network.png)", ""]
+    return [*lines, "![CDF of the network cost per pod pair](network.png)", ""]
 
 
 def scale(results: dict[str, Any], plots: Path) -> list[str]:

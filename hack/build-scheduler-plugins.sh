@@ -31,12 +31,37 @@ dir="$cache/src/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION"
 rm -rf "$dir"
 mkdir -p "$dir" "$(dirname "$out")"
 module=sigs.k8s.io/scheduler-plugins
+
+# ``version`` of ``mod`` if the module proxy serves it, else the newest earlier patch release it
+# serves (some staging modules, e.g. k8s.io/cluster-bootstrap, lack the latest patches there),
+# else nothing.
+available() {
+  local mod=$1 version=$2 base patch
+  base=${version%.*}
+  patch=${version##*.}
+  while ((patch >= 0)); do
+    if (cd "$dir/probe" && go mod download -json "$mod@$base.$patch" 2>/dev/null | grep -q '"GoMod"'); then
+      [[ $patch == "${version##*.}" ]] || log "$mod $version is not served; using $base.$patch"
+      echo "$base.$patch"
+      return
+    fi
+    patch=$((patch - 1))
+  done
+  log "no $base.x release of $mod is served; its replace is left out (nothing may need it)"
+}
 log "fetching $module@$SCHEDULER_PLUGINS_VERSION"
-upstream=$(cd "$dir" && go mod download -json "$module@$SCHEDULER_PLUGINS_VERSION" |
+mkdir -p "$dir/probe"
+echo "module toposched.invalid/probe" >"$dir/probe/go.mod"
+upstream=$(cd "$dir/probe" && go mod download -json "$module@$SCHEDULER_PLUGINS_VERSION" |
   sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 [[ -f "$upstream" ]] || die "could not download the $module $SCHEDULER_PLUGINS_VERSION go.mod"
 # Its go.mod pins every k8s.io module with replace directives, which `go install pkg@version`
 # refuses: a throwaway module restates them (they are all published versions, no local paths).
+replaces=$(sed -n 's#^[[:space:]]*\(replace \)\{0,1\}\(k8s.io/[a-z0-9-]*\) => k8s.io/[a-z0-9-]* \(v[0-9.]*\)$#\2 \3#p' "$upstream" |
+  while read -r mod version; do
+    served=$(available "$mod" "$version")
+    [[ -z $served ]] || printf '\t%s => %s %s\n' "$mod" "$mod" "$served"
+  done)
 {
   echo "module toposched.invalid/scheduler-plugins-build"
   echo
@@ -45,7 +70,7 @@ upstream=$(cd "$dir" && go mod download -json "$module@$SCHEDULER_PLUGINS_VERSIO
   echo "require $module $SCHEDULER_PLUGINS_VERSION"
   echo
   echo "replace ("
-  sed -n 's#^[[:space:]]*\(replace \)\{0,1\}\(k8s.io/[a-z0-9-]*\) => \(k8s.io/[a-z0-9-]*\) \(v[0-9.]*\)$#\t\2 => \3 \4#p' "$upstream"
+  echo "$replaces"
   echo ")"
 } >"$dir/go.mod"
 printf '//go:build tools\n\npackage tools\n\nimport _ "%s/cmd/scheduler"\n' "$module" >"$dir/tools.go"

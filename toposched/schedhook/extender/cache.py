@@ -42,6 +42,10 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+BINDING_SECONDS = 30.0
+"""How long a pod being bound counts as placed without the watch showing it so."""
+
+
 class ClusterCache:
     def __init__(self, weights_name: str, reservation_timeout: float = 60.0) -> None:
         self.weights_name = weights_name
@@ -66,6 +70,9 @@ class ClusterCache:
         self._dirty: dict[str, set[str] | None] = {kind: None for kind in BASE_KINDS}
         """Per kind, the keys changed since the base snapshot was last brought up to date (None: all)."""
         self._placed: dict[str, Placed] = {}
+        self._binding: dict[str, tuple[Placed, float]] = {}
+        """Pods the extender is binding (namespace/name -> where, since when) until the watch shows
+        them bound: the next pod of their AppGroup is placed near them, not as if they were not there."""
         self._base: Snapshot | None = None
         self._allocatable: dict[str, dict[str, Decimal]] = {}
         self._appgroup_keys: dict[str, tuple[str, str]] = {}
@@ -118,8 +125,23 @@ class ClusterCache:
         if dirty is not None:
             dirty.add(key)
 
+    def binding(self, key: str, placed: Placed) -> None:
+        if key not in self._placed:
+            self._binding[key] = (placed, time.monotonic())
+
+    def not_binding(self, key: str) -> None:
+        self._binding.pop(key, None)
+
+    def _in_flight(self) -> list[Placed]:
+        now = time.monotonic()
+        for key, (_, since) in list(self._binding.items()):
+            if now - since > BINDING_SECONDS:  # never seen bound: deleted while pending, or lost
+                del self._binding[key]
+        return [p for p, _ in self._binding.values()]
+
     def _place(self, key: str, pod: dict[str, Any] | None) -> None:
         """Keep the bound pods and the node -> pods index (for fingerprints) in step."""
+        self._binding.pop(key, None)
         placed = placed_pod(pod) if pod is not None else None
         if placed is None:
             self._placed.pop(key, None)
@@ -228,7 +250,7 @@ class ClusterCache:
             nrts=self._nrts,
             appgroups=base.appgroups,
             links=base.links,
-            placed=list(self._placed.values()),
+            placed=[*self._placed.values(), *self._in_flight()],
             invalid=base.invalid,
             table=self.table,
         )

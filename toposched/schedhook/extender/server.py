@@ -27,12 +27,12 @@ from aiohttp.typedefs import Middleware
 from kubernetes_asyncio import client
 from prometheus_client import Counter, Histogram
 
-from toposched.apis.constants import NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT
+from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube import events
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
-from toposched.schedhook.placement.model import container_request
+from toposched.schedhook.placement.model import Placed, container_request
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ class Extender:
         self.bind_wait = bind_wait
         self.last: OrderedDict[str, tuple[Results, dict[str, Decimal]]] = OrderedDict()
         """Per pod uid: the latest filter's results and the pod's request, for prioritize and bind."""
+        self.identity: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+        """Per AppGroup member's uid: (AppGroup, workload) from its labels, for its placement in flight at bind."""
         self.unbound: dict[str, float] = {}
         """Pods answered with fitting nodes whose bind has not arrived yet (uid -> when)."""
         self._bind_arrived = asyncio.Event()
@@ -82,8 +84,17 @@ class Extender:
                 total[r] = total.get(r, Decimal(0)) + q
         self.last[uid] = (results, total)
         self.last.move_to_end(uid)
+        meta = pod.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        labels = labels if isinstance(labels, dict) else {}
+        group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
+        if isinstance(group, str) and group:
+            self.identity[uid] = (group, workload if isinstance(workload, str) else None)
+            self.identity.move_to_end(uid)
         while len(self.last) > KEEP_RESULTS:
             self.last.popitem(last=False)
+        while len(self.identity) > KEEP_RESULTS:
+            self.identity.popitem(last=False)
         return results
 
     async def _await_earlier_binds(self, uid: str) -> None:
@@ -165,6 +176,9 @@ class Extender:
                 # Reserve before any await, so the next pod's filter already sees it.
                 self.cache.reserve(Reservation(uid, node, tuple(numa), total, key=f"{namespace}/{name}"))
                 annotations = {NUMA_ZONES_ANNOTATION: json.dumps(results.zones(i))}
+        identity = self.identity.pop(uid, None)
+        if identity is not None:  # an AppGroup member: the next pods of its group go near it
+            self.cache.binding(f"{namespace}/{name}", Placed(namespace, node, *identity))
         self._bind_arrived.set()
         # One call: the apiserver copies a Binding's annotations onto the pod. A plain dict body
         # skips the client's model serialisation.
@@ -192,6 +206,7 @@ class Extender:
         if error:
             logger.warning(error)
             self.cache.release(uid)
+            self.cache.not_binding(f"{namespace}/{name}")
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
 

@@ -18,7 +18,7 @@ from toposched.schedhook.placement import single_numa
 from toposched.schedhook.placement.columnar import Ints, NodeTable, eligible_pod, show_quantity
 from toposched.schedhook.placement.kubelet import predict
 from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
-from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, normalize
+from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, normalize, pair_cost, with_cohesion
 from toposched.schedhook.placement.network import evaluate as evaluate_network
 from toposched.schedhook.placement.parse import PodMeta, parse_pod
 from toposched.schedhook.placement.podpolicy import (
@@ -357,20 +357,28 @@ def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: Placem
     placed = [(p.workload, p.node) for p in snapshot.placed if p.namespace == namespace and p.appgroup == group]
     placed_pairs = [(w, n) for w, n in placed if w]
     hosts = {n for _, n in placed_pairs}
+    members = [n for _, n in placed] if config.network.cohesion else []
+    hosting = set(members)
     # The answer depends on the node only through its location, unless a related pod runs on it.
-    seen: dict[tuple[Location | None, str], Any] = {}
+    seen: dict[tuple[Location | None, str], tuple[Any, int]] = {}
+    pair_costs: dict[tuple[str, str], int] = {}
     raw: dict[int, int] = {}
     for i in np.flatnonzero(results.fit).tolist():
         name = results.names[i]
-        key = (snapshot.locations.get(name), name if name in hosts else "")
-        ev = seen.get(key)
-        if ev is None:
-            ev = seen[key] = evaluate_network(
+        key = (snapshot.locations.get(name), name if name in hosts or name in hosting else "")
+        found = seen.get(key)
+        if found is None:
+            ev = evaluate_network(
                 workload, name, snapshot.locations, edges, placed_pairs, snapshot.links, config.network
             )
+            for m in members:
+                if (name, m) not in pair_costs:
+                    pair_costs[(name, m)] = pair_cost(name, m, snapshot.locations, snapshot.links, config.network)
+            found = seen[key] = (ev, with_cohesion(ev.cost, name, members, pair_costs))
+        ev, cost = found
         if not ev.fits:
             why = "; ".join(ev.reasons or ["more violated than satisfied"])
             results.fail(i, f"network requirements not met: {why}")
             continue
-        raw[i] = ev.cost
+        raw[i] = cost
     results.network_score.update(normalize(raw))

@@ -13,7 +13,11 @@ Where toposched differs (each a setting):
   the largest known cost of that level) and counts neither way in the filter;
 - pods that depend on this pod count too (``count_dependents``);
 - ``minBandwidth`` must fit in ``bandwidthCapacity - bandwidthAllocated`` of a crossed pair;
-- a dependency without ``maxNetworkCost`` has no cost limit (upstream: 0).
+- a dependency without ``maxNetworkCost`` has no cost limit (upstream: 0);
+- the AppGroup keeps together (``cohesion``): the mean cost to every placed pod of the AppGroup
+  counts as one more dependency. Without it the workloads placed first (those without
+  dependencies, in topology order) have nothing to be near and scatter over regions, and every
+  workload that depends on them later pays for that.
 """
 
 from collections.abc import Mapping, Sequence
@@ -56,6 +60,7 @@ class NetworkSettings:
     unknown_cost: int | None = None
     """None: the largest known cost of the same level."""
     count_dependents: bool = True
+    cohesion: bool = True
 
 
 @dataclass
@@ -137,6 +142,39 @@ def evaluate(
                 if edge.min_bandwidth > free:
                     out.reasons.append(f"bandwidth {a} -> {b}: {edge.min_bandwidth} needed, {free} free")
     return out
+
+
+def pair_cost(
+    a: str,
+    b: str,
+    locations: Mapping[str, Location],
+    links: Mapping[tuple[str, str, str], Link],
+    settings: NetworkSettings | None = None,
+) -> int:
+    """What a pod on ``a`` and one on ``b`` cost each other, as ``evaluate`` counts it (an unknown
+    pair: ``unknown_cost`` or the largest known of its level, else UNLABELED)."""
+    settings = settings or NetworkSettings()
+    if a == b:
+        return SAME_NODE
+    here, there = locations.get(a, Location(None, None)), locations.get(b, Location(None, None))
+    if (here.region is None and here.zone is None) or (there.region is None and there.zone is None):
+        return UNLABELED
+    if here.region == there.region and here.zone == there.zone:
+        return SAME_ZONE
+    if here.region == there.region:
+        level, x, y = ZONE_LABEL, here.zone or "", there.zone or ""
+    else:
+        level, x, y = REGION_LABEL, here.region or "", there.region or ""
+    cost, _ = _pair_cost(level, x, y, links, settings)
+    return UNLABELED if cost is None else cost
+
+
+def with_cohesion(cost: int, candidate: str, members: Sequence[str], costs: Mapping[tuple[str, str], int]) -> int:
+    """``cost`` plus the mean cost from ``candidate`` to the AppGroup's placed ``members``, in
+    units of 1/len(members) so it stays an integer (normalize is linear, so scale is harmless)."""
+    if not members:
+        return cost
+    return cost * len(members) + sum(costs[(candidate, m)] for m in members)
 
 
 def normalize(raw: Mapping[K, int]) -> dict[K, int]:

@@ -1,16 +1,19 @@
 """The extender's cache patched event by event sees what a cache listed afresh sees."""
 
 import random
+import time
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.cache import BINDING_SECONDS, ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
+from toposched.schedhook.placement.model import Placed
 
 NAMES = [f"n{i}" for i in range(6)]
 KINDS = ("nodes", "nrts", "appgroups", "pods")
@@ -114,3 +117,30 @@ def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
     fixed = body("nrts", "n1", 0, 2)
     cache.event("nrts", "MODIFIED", fixed)
     assert set(cache.snapshot().nrts) == {"n0", "n1"}
+
+
+@pytest.mark.parametrize(
+    ("then", "placed"),
+    [
+        ("nothing", [Placed("ns", "n2", "ag", "a")]),
+        ("watch-shows-it-bound", [Placed("ns", "n2", "ag", None)]),
+        ("bind-failed", []),
+        ("never-seen", []),
+    ],
+    ids=["counts-until-seen", "the-watch-takes-over", "a-failed-bind-drops-it", "expires"],
+)
+def test_a_pod_being_bound_counts_as_placed_until_the_watch_shows_it(
+    then: str, placed: list[Placed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = ClusterCache(weights_name="NetperfCosts")
+    for kind in KINDS:
+        cache.listed(kind, [])
+    cache.binding("ns/p-x", Placed("ns", "n2", "ag", "a"))
+    if then == "watch-shows-it-bound":
+        cache.event("pods", "ADDED", dict(body("pods", "x", 2, 2)))
+    elif then == "bind-failed":
+        cache.not_binding("ns/p-x")
+    elif then == "never-seen":
+        later = time.monotonic() + BINDING_SECONDS + 1
+        monkeypatch.setattr(time, "monotonic", lambda: later)
+    assert cache.snapshot().placed == placed

@@ -127,6 +127,35 @@ def test_network_neighbours_pull_the_pod_close() -> None:
     assert results["a"].scores["network"] > results["c"].scores["network"]
 
 
+@pytest.mark.parametrize(
+    ("cohesion", "best"), [(True, {"b"}), (False, {"a", "b", "c"})], ids=["cohesion", "upstream-no-pull"]
+)
+def test_a_pod_without_placed_dependencies_joins_its_appgroup(cohesion: bool, best: set[str]) -> None:
+    # paymentservice depends on nothing and nothing of it is placed; checkoutservice, which depends
+    # on it, is not placed yet either. With cohesion it goes where its AppGroup already runs (b).
+    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    appgroup["metadata"]["namespace"] = "default"
+    nt = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
+    nodes = [node("a", "us-west-1", "z1"), node("b", "us-west-1", "z2"), node("c", "us-east-1", "z3")]
+    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": "redis-cart"}
+    redis = {"metadata": {"name": "redis-0", "namespace": "default", "labels": labels}, "spec": {"nodeName": "b"}}
+    snap = snapshot(
+        nodes=nodes,
+        nrts=[nrt(n, (8, 8)) for n in "abc"],
+        appgroups=[appgroup],
+        networktopologies=[nt],
+        pods=[redis],
+        weights_name="UserDefined",
+    )
+    config = PlacementConfig()
+    config.network.cohesion = cohesion
+    labels = {**labels, "appgroup.diktyo.x-k8s.io.workload": "paymentservice"}
+    results = {r.node: r.scores["network"] for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, config)}
+    assert {n for n, s in results.items() if s == max(results.values())} == best
+    if cohesion:
+        assert results["a"] > results["c"]  # the same region beats the other one
+
+
 def test_explain_command_json(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod(6)))
     (tmp_path / "nrts.yaml").write_text(yaml.safe_dump_all([nrt("small", (4, 3)), nrt("big", (2, 12))]))

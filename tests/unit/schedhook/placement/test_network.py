@@ -3,7 +3,16 @@ from decimal import Decimal
 import pytest
 
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
-from toposched.schedhook.placement.network import Edge, Link, Location, NetworkSettings, evaluate, normalize
+from toposched.schedhook.placement.network import (
+    Edge,
+    Link,
+    Location,
+    NetworkSettings,
+    evaluate,
+    normalize,
+    pair_cost,
+    with_cohesion,
+)
 
 # networkoverhead_test.go: regions us-west-1 <-> us-east-1 cost 20; zones Z1 <-> Z2 5, Z3 <-> Z4 10.
 LINKS = {
@@ -104,3 +113,36 @@ def test_normalize_edge_cases() -> None:
     assert normalize({}) == {}
     assert normalize({"a": 0, "b": 0}) == {"a": 0, "b": 0}
     assert normalize({"a": 7, "b": 7}) == {"a": 100, "b": 100}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "cost"),
+    [
+        ("n-1", "n-1", 0),
+        ("n-1", "n-2", 1),
+        ("n-1", "n-3", 5),
+        ("n-5", "n-8", 10),
+        ("n-1", "n-7", 20),
+        ("n-1", "unlabeled", 100),
+    ],
+    ids=["same-node", "same-zone", "zone-pair", "other-zone-pair", "region-pair", "unlabeled"],
+)
+def test_pair_cost_as_evaluate_counts_it(a: str, b: str, cost: int) -> None:
+    assert pair_cost(a, b, LOCATIONS, LINKS) == cost
+    if b in LOCATIONS:  # the same figure evaluate gives a single dependency without a limit
+        assert evaluate("x", a, LOCATIONS, [Edge("x", "y")], [("y", b)], LINKS).cost == cost
+
+
+@pytest.mark.parametrize(
+    ("cost", "members", "expected"),
+    [
+        (7, [], 7),
+        (0, ["n-1"], 0),
+        (0, ["n-1", "n-7"], 20),
+        (3, ["n-1", "n-7"], 26),
+    ],
+    ids=["no-members", "next-to-the-only-member", "mean-of-two-in-halves", "dependencies-count-per-member"],
+)
+def test_with_cohesion_adds_the_mean_cost_to_the_members(cost: int, members: list[str], expected: int) -> None:
+    costs = {("n-1", m): pair_cost("n-1", m, LOCATIONS, LINKS) for m in members}
+    assert with_cohesion(cost, "n-1", members, costs) == expected

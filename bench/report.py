@@ -237,11 +237,12 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
         f"## Network placement: {net['regions']} regions x {net['zones_per_region']} zones, {net['nodes']} nodes",
         "",
         f"Online Boutique and a Redis cluster as AppGroups, {net['replicas_per_workload']} replicas per workload,",
-        "created workload by workload in topology order. Cost of a pod pair: 0 same node, 1 same zone,",
+        "created workload by workload in topology order (a workload's pods once the one before is bound or",
+        "unschedulable). Cost of a pod pair: 0 same node, 1 same zone,",
         "else the NetworkTopology's zone or region pair cost; per edge the mean over its pod pairs.",
         "",
-        f"| scheduler | sum over {net['edges']} edges | largest pair cost |",
-        "| --- | ---: | ---: |",
+        f"| scheduler | sum over {net['edges']} edges | largest pair cost | pods pending |",
+        "| --- | ---: | ---: | ---: |",
     ]
     names = [n for n in LABELS if n in net]
     optimum = net.get("optimum")
@@ -250,14 +251,15 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
         lines[-1] += " ---: |"
     for name in names:
         r = net[name]
-        row = f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} |"
+        pending = _range(r["pending"]) if "pending" in r else "0"
+        row = f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} | {pending} |"
         if optimum:
             row += f" {r['total_cost']['median'] / optimum['total_cost']:.2f} |"
         lines.append(row)
     if optimum:
         lines.append(
             f"| optimum ({optimum['solver']}, {optimum['status']}) | {optimum['total_cost']:.1f} "
-            f"| {optimum['max_pair_cost']} | 1.00 |"
+            f"| {optimum['max_pair_cost']} | 0 | 1.00 |"
         )
         check = optimum.get("exhaustive_check")
         lines += ["", optimum["method"] + (f" Check: {check}." if isinstance(check, str) else "")]

@@ -18,7 +18,15 @@ from toposched.schedhook.placement import single_numa
 from toposched.schedhook.placement.columnar import Ints, NodeTable, eligible_pod, show_quantity
 from toposched.schedhook.placement.kubelet import predict
 from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
-from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, normalize, pair_cost, with_cohesion
+from toposched.schedhook.placement.network import (
+    Edge,
+    Location,
+    NetworkSettings,
+    normalize,
+    normalize_log,
+    pair_cost,
+    with_cohesion,
+)
 from toposched.schedhook.placement.network import evaluate as evaluate_network
 from toposched.schedhook.placement.parse import PodMeta, parse_pod
 from toposched.schedhook.placement.podpolicy import (
@@ -381,4 +389,4 @@ def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: Placem
             results.fail(i, f"network requirements not met: {why}")
             continue
         raw[i] = cost
-    results.network_score.update(normalize(raw))
+    results.network_score.update((normalize_log if config.network.log_scale else normalize)(raw))

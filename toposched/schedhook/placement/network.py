@@ -17,9 +17,14 @@ Where toposched differs (each a setting):
 - the AppGroup keeps together (``cohesion``): the mean cost to every placed pod of the AppGroup
   counts as one more dependency. Without it the workloads placed first (those without
   dependencies, in topology order) have nothing to be near and scatter over regions, and every
-  workload that depends on them later pays for that.
+  workload that depends on them later pays for that;
+- scores are normalised on a logarithmic scale of the cost above the cheapest node
+  (``log_scale``): the step from "on its neighbours' node" to "in their zone" then weighs about
+  as much as the one from a near region to a far one, so packing next to its neighbours shows
+  through kube-scheduler's own preference for emptier nodes.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -61,6 +66,7 @@ class NetworkSettings:
     """None: the largest known cost of the same level."""
     count_dependents: bool = True
     cohesion: bool = True
+    log_scale: bool = True
 
 
 @dataclass
@@ -185,3 +191,14 @@ def normalize(raw: Mapping[K, int]) -> dict[K, int]:
     if low == high:
         return {n: (0 if low == 0 else MAX_SCORE) for n in raw}
     return {n: MAX_SCORE - int(MAX_SCORE * (s - low) / (high - low)) for n, s in raw.items()}
+
+
+def normalize_log(raw: Mapping[K, int]) -> dict[K, int]:
+    """Like ``normalize`` (cheapest 100, dearest 0), on a logarithmic scale of the cost above the cheapest."""
+    if not raw:
+        return {}
+    low, high = min(raw.values()), max(raw.values())
+    if low == high:
+        return {n: (0 if low == 0 else MAX_SCORE) for n in raw}
+    span = math.log1p(high - low)
+    return {n: MAX_SCORE - int(MAX_SCORE * math.log1p(s - low) / span) for n, s in raw.items()}

@@ -10,6 +10,7 @@ from toposched.schedhook.placement.network import (
     NetworkSettings,
     evaluate,
     normalize,
+    normalize_log,
     pair_cost,
     with_cohesion,
 )
@@ -146,3 +147,20 @@ def test_pair_cost_as_evaluate_counts_it(a: str, b: str, cost: int) -> None:
 def test_with_cohesion_adds_the_mean_cost_to_the_members(cost: int, members: list[str], expected: int) -> None:
     costs = {("n-1", m): pair_cost("n-1", m, LOCATIONS, LINKS) for m in members}
     assert with_cohesion(cost, "n-1", members, costs) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({}, {}),
+        ({"a": 0, "b": 0}, {"a": 0, "b": 0}),
+        ({"a": 7, "b": 7}, {"a": 100, "b": 100}),
+        ({"a": 0, "b": 1, "c": 180}, {"a": 100, "b": 87, "c": 0}),
+        ({"a": 20, "b": 21, "c": 200}, {"a": 100, "b": 87, "c": 0}),
+    ],
+    ids=["empty", "all-free", "all-equal", "next-door-vs-far", "shifted-by-the-cheapest"],
+)
+def test_normalize_log_keeps_near_differences(raw: dict[str, int], expected: dict[str, int]) -> None:
+    assert normalize_log(raw) == expected
+    linear = normalize(raw)
+    assert sorted(raw, key=lambda n: (-linear[n], n)) == sorted(raw, key=lambda n: (-normalize_log(raw)[n], n))

@@ -12,9 +12,9 @@ nodes of one zone of its own gives a placement of exactly that cost when the gro
 zone, which makes it the optimum ("optimal"); otherwise both figures are reported.
 ``exhaustive`` checks this on tiny instances by trying every placement.
 
-NUMA. An estimate of the most pods of a stream that fit, from an offline best-fit-decreasing
-packing with every pod known in advance and each pod on one NUMA zone (single-numa-node); a
-yardstick, not a proven bound.
+NUMA. A proven upper bound on the pods of a stream that can run at once (per resource, the most
+pods whose requests fit in the cluster's total; the least of those), and beside it what an
+offline best-fit-decreasing packing, every pod known in advance and each on one NUMA zone, runs.
 """
 
 import itertools
@@ -144,6 +144,26 @@ def exhaustive(instance: Instance, cost: Callable[[Where, Where], int]) -> float
 
 
 # NUMA --------------------------------------------------------------------------------------
+
+
+def capacity_bound(zones_per_node: Sequence[Sequence[dict[str, float]]], pods: Sequence[dict[str, float]]) -> int:
+    """At most this many of ``pods`` can run at once, however placed: for each resource, the
+    most pods whose requests fit in the cluster's total of it (smallest first); the least of those."""
+    totals: dict[str, float] = {}
+    for node in zones_per_node:
+        for zone in node:
+            for r, v in zone.items():
+                totals[r] = totals.get(r, 0.0) + v
+    bound = len(pods)
+    for r in {r for p in pods for r in p}:
+        used, count = 0.0, 0
+        for need in sorted(p.get(r, 0.0) for p in pods):
+            if used + need > totals.get(r, 0.0):
+                break
+            used += need
+            count += 1
+        bound = min(bound, count)
+    return bound
 
 
 def packed_estimate(zones_per_node: Sequence[Sequence[dict[str, float]]], pods: Sequence[dict[str, float]]) -> int:

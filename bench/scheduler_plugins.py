@@ -98,8 +98,11 @@ def network_config(kubeconfig: str, namespaces: Sequence[str], topology: str, we
 
 @contextlib.asynccontextmanager
 async def numa_running(h: Harness, schedulers: Sequence[str]) -> AsyncIterator[None]:
-    """SP's NUMA profile while the block runs, if ``schedulers`` includes it. Started after the
-    scenario's NRTs exist: its cache lists the NRTs once, at start, and ignores later ones."""
+    """SP's NUMA profile while the block runs, if ``schedulers`` includes it: a fresh process for
+    each run, started once the NRTs are up to date. Its cache lists the NRTs once, at start; it
+    marks a node where another scheduler's pods ran as not fresh until a resync, and its resync
+    skips a node without any pod ("cannot find any pod for node"), so on the bench's emptied
+    nodes a long-running process would never place a pod again."""
     if NUMA not in schedulers:
         yield
         return

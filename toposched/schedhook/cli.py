@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="metrics listen address (default: --address)",
     )
     parser.add_argument("--weights-name", default=env("TOPOSCHED_WEIGHTS_NAME", WEIGHT_NETPERF))
-    parser.add_argument("--strategy", default=env("TOPOSCHED_NUMA_STRATEGY", "LeastAllocated"))
+    parser.add_argument("--strategy", default=env("TOPOSCHED_NUMA_STRATEGY", "MostAllocated"))
     parser.add_argument(
         "--reservation-timeout",
         type=float,

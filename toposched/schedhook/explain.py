@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--appgroup", type=Path, help="the pod's AppGroup")
     parser.add_argument("--networktopology", type=Path, help="a NetworkTopology with the costs")
     parser.add_argument("--weights-name", default=WEIGHT_NETPERF, help="weight entry to read costs from")
-    parser.add_argument("--strategy", default="LeastAllocated", help="NUMA scoring strategy")
+    parser.add_argument("--strategy", default="MostAllocated", help="NUMA scoring strategy")
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
 
 

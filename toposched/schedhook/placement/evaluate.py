@@ -37,14 +37,14 @@ from toposched.schedhook.placement.podpolicy import (
     numa_status,
     parse_annotation,
 )
-from toposched.schedhook.placement.score import LEAST_ALLOCATED, node_score
+from toposched.schedhook.placement.score import MOST_ALLOCATED, node_score
 from toposched.schedhook.placement.snapshot import Snapshot
 from toposched.schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
 
 
 @dataclass
 class PlacementConfig:
-    numa_strategy: str = LEAST_ALLOCATED
+    numa_strategy: str = MOST_ALLOCATED
     resource_weights: dict[str, int] = field(default_factory=lambda: {"cpu": 1, "memory": 1})
     missing_nrt_fits: bool = True
     """Nodes without an NRT: pass with the lowest NUMA score (True) or fail."""

@@ -385,7 +385,8 @@ def render(results: dict[str, Any], plots: Path) -> str:
         f"kwok {results['versions'].get('kwok', '?')}; {m['cpus']} CPUs, {m['memory_gib']} GiB, "
         f"Python {m['python']}, {m['platform']}. The whole control plane runs on the same machine.",
         "",
-        "The upstream scheduler-plugins scheduler is not part of this comparison (see docs/benchmarks.md).",
+        f"scheduler-plugins {results['versions'].get('scheduler_plugins', '?')} (built with the Kubernetes v1.34.7 "
+        "libraries) runs beside them; docs/benchmarks.md says how each figure is judged.",
         "",
     ]
     lines += headline(results)

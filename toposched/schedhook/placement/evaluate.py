@@ -23,7 +23,6 @@ from toposched.schedhook.placement.network import (
     Location,
     NetworkSettings,
     normalize,
-    normalize_log,
     pair_cost,
     with_cohesion,
 )
@@ -389,4 +388,4 @@ def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: Placem
             results.fail(i, f"network requirements not met: {why}")
             continue
         raw[i] = cost
-    results.network_score.update((normalize_log if config.network.log_scale else normalize)(raw))
+    results.network_score.update(normalize(raw, config.network.log_scale))

@@ -183,22 +183,15 @@ def with_cohesion(cost: int, candidate: str, members: Sequence[str], costs: Mapp
     return cost * len(members) + sum(costs[(candidate, m)] for m in members)
 
 
-def normalize(raw: Mapping[K, int]) -> dict[K, int]:
-    """Upstream NormalizeScore: the cheapest node 100, the dearest 0, linear in between."""
+def normalize(raw: Mapping[K, int], log_scale: bool = False) -> dict[K, int]:
+    """Upstream NormalizeScore: the cheapest node 100, the dearest 0, linear in between; or, with
+    ``log_scale``, on a logarithmic scale of the cost above the cheapest."""
     if not raw:
         return {}
     low, high = min(raw.values()), max(raw.values())
     if low == high:
         return {n: (0 if low == 0 else MAX_SCORE) for n in raw}
+    if log_scale:
+        span = math.log1p(high - low)
+        return {n: MAX_SCORE - int(MAX_SCORE * math.log1p(s - low) / span) for n, s in raw.items()}
     return {n: MAX_SCORE - int(MAX_SCORE * (s - low) / (high - low)) for n, s in raw.items()}
-
-
-def normalize_log(raw: Mapping[K, int]) -> dict[K, int]:
-    """Like ``normalize`` (cheapest 100, dearest 0), on a logarithmic scale of the cost above the cheapest."""
-    if not raw:
-        return {}
-    low, high = min(raw.values()), max(raw.values())
-    if low == high:
-        return {n: (0 if low == 0 else MAX_SCORE) for n in raw}
-    span = math.log1p(high - low)
-    return {n: MAX_SCORE - int(MAX_SCORE * math.log1p(s - low) / span) for n, s in raw.items()}

@@ -8,7 +8,7 @@ from testkit.paths import EXAMPLES
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
 from toposched.cli import main
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
-from toposched.schedhook.placement.snapshot import snapshot
+from toposched.schedhook.placement.snapshot import Snapshot, snapshot
 
 
 def nrt(name: str, cpus: tuple[int, int], policy: str = "single-numa-node", managers: bool = True) -> dict[str, Any]:
@@ -95,31 +95,29 @@ def test_exclusive_required_avoids_shared_zones() -> None:
     assert "exclusive" in result.reason
 
 
-def test_network_neighbours_pull_the_pod_close() -> None:
+def boutique(workload: str, on: str) -> tuple[Snapshot, dict[str, str]]:
+    """Nodes a, b (us-west-1, zones z1 and z2) and c (us-east-1), Online Boutique with one pod of
+    ``workload`` bound to node ``on``; and the labels of a member of that AppGroup."""
     appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
     appgroup["metadata"]["namespace"] = "default"
     nt = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
     nodes = [node("a", "us-west-1", "z1"), node("b", "us-west-1", "z2"), node("c", "us-east-1", "z3")]
-    cart = {
-        "metadata": {
-            "name": "cart-0",
-            "namespace": "default",
-            "labels": {
-                "appgroup.diktyo.x-k8s.io": "online-boutique",
-                "appgroup.diktyo.x-k8s.io.workload": "cartservice",
-            },
-        },
-        "spec": {"nodeName": "b"},
-    }
+    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": workload}
+    placed = {"metadata": {"name": f"{workload}-0", "namespace": "default", "labels": labels}, "spec": {"nodeName": on}}
     snap = snapshot(
         nodes=nodes,
         nrts=[nrt(n, (8, 8)) for n in "abc"],
         appgroups=[appgroup],
         networktopologies=[nt],
-        pods=[cart],
+        pods=[placed],
         weights_name="UserDefined",
     )
-    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": "frontend"}
+    return snap, labels
+
+
+def test_network_neighbours_pull_the_pod_close() -> None:
+    snap, labels = boutique("cartservice", on="b")
+    labels = {**labels, "appgroup.diktyo.x-k8s.io.workload": "frontend"}
     results = {r.node: r for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, PlacementConfig())}
     # frontend depends on cartservice (on b, zone z2; maxNetworkCost 80): b is best, the other region worst.
     assert results["b"].scores["network"] == 100
@@ -133,20 +131,7 @@ def test_network_neighbours_pull_the_pod_close() -> None:
 def test_a_pod_without_placed_dependencies_joins_its_appgroup(cohesion: bool, best: set[str]) -> None:
     # paymentservice depends on nothing and nothing of it is placed; checkoutservice, which depends
     # on it, is not placed yet either. With cohesion it goes where its AppGroup already runs (b).
-    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
-    appgroup["metadata"]["namespace"] = "default"
-    nt = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
-    nodes = [node("a", "us-west-1", "z1"), node("b", "us-west-1", "z2"), node("c", "us-east-1", "z3")]
-    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": "redis-cart"}
-    redis = {"metadata": {"name": "redis-0", "namespace": "default", "labels": labels}, "spec": {"nodeName": "b"}}
-    snap = snapshot(
-        nodes=nodes,
-        nrts=[nrt(n, (8, 8)) for n in "abc"],
-        appgroups=[appgroup],
-        networktopologies=[nt],
-        pods=[redis],
-        weights_name="UserDefined",
-    )
+    snap, labels = boutique("redis-cart", on="b")
     config = PlacementConfig()
     config.network.cohesion = cohesion
     labels = {**labels, "appgroup.diktyo.x-k8s.io.workload": "paymentservice"}

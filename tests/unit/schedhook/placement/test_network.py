@@ -10,7 +10,6 @@ from toposched.schedhook.placement.network import (
     NetworkSettings,
     evaluate,
     normalize,
-    normalize_log,
     pair_cost,
     with_cohesion,
 )
@@ -160,7 +159,9 @@ def test_with_cohesion_adds_the_mean_cost_to_the_members(cost: int, members: lis
     ],
     ids=["empty", "all-free", "all-equal", "next-door-vs-far", "shifted-by-the-cheapest"],
 )
-def test_normalize_log_keeps_near_differences(raw: dict[str, int], expected: dict[str, int]) -> None:
-    assert normalize_log(raw) == expected
+def test_normalize_on_a_log_scale_keeps_near_differences(raw: dict[str, int], expected: dict[str, int]) -> None:
+    assert normalize(raw, log_scale=True) == expected
     linear = normalize(raw)
-    assert sorted(raw, key=lambda n: (-linear[n], n)) == sorted(raw, key=lambda n: (-normalize_log(raw)[n], n))
+    assert sorted(raw, key=lambda n: (-linear[n], n)) == sorted(
+        raw, key=lambda n: (-normalize(raw, log_scale=True)[n], n)
+    )

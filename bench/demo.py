@@ -43,6 +43,7 @@ from testkit.realnode import (
 from testkit.realnode.exporter import NodeExporter, start_exporter, wait_agreement
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.apis.netperf import latency_key
 from toposched.apis.networktopology import NetworkTopology
 from toposched.operators.appgroup.toposort import sort_spec
 from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, evaluate
@@ -124,7 +125,6 @@ def real_nodes() -> list[RealNode]:
 def latencies() -> dict[str, str]:
     """The sample latencies between the kwok workers, given to the real node in the same zone too."""
     sample = yaml.safe_load((EXAMPLES / "netperf-metrics.yaml").read_text())["data"]
-    prefix = "netperf.{pct}.latency.milliseconds.origin.{a}.destination.{b}"
     workers = {**{w: w for w in TWIN.values()}, **TWIN}
     out: dict[str, str] = {}
     for a, twin_a in workers.items():
@@ -133,8 +133,8 @@ def latencies() -> dict[str, str]:
                 continue
             for pct in ("p50", "p90", "p99"):
                 same_zone = twin_a == twin_b
-                value = "1" if same_zone else sample[prefix.format(pct=pct, a=twin_a, b=twin_b)]
-                out[prefix.format(pct=pct, a=a, b=b)] = value
+                value = "1" if same_zone else sample[latency_key(pct, twin_a, twin_b)]
+                out[latency_key(pct, a, b)] = value
     return out
 
 

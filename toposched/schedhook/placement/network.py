@@ -177,7 +177,8 @@ def pair_cost(
 
 def with_cohesion(cost: int, candidate: str, members: Sequence[str], costs: Mapping[tuple[str, str], int]) -> int:
     """``cost`` plus the mean cost from ``candidate`` to the AppGroup's placed ``members``, in
-    units of 1/len(members) so it stays an integer (normalize is linear, so scale is harmless)."""
+    units of 1/len(members) so it stays an integer (normalize sees only differences from the cheapest,
+    so the common factor changes nothing but the log scale's curvature)."""
     if not members:
         return cost
     return cost * len(members) + sum(costs[(candidate, m)] for m in members)

@@ -11,7 +11,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 # Real kubelet nodes (fake NUMA topologies) `make cluster` adds to the local cluster; needs root.
 REAL_NODES ?= 0
 
-.PHONY: help run test test-tools lint unit integration oracle bench cluster cluster-down cluster-status binaries venv clean \
+.PHONY: help run test test-tools test-images test-chart lint unit integration oracle bench cluster cluster-down cluster-status binaries venv clean \
 	image-tools images images-smoke images-clean
 
 help: ## list the targets
@@ -63,10 +63,21 @@ test-tools: ## install the system tools some integration tests need (idempotent)
 	hack/install-netperf.sh || [ -z "$${CI:-}" ]
 	hack/install-node-tools.sh || [ -z "$${CI:-}" ]
 
-# The binaries are built before pytest starts, so a first build does not count against test timeouts.
-# pytest exits 5 when it collects no test; that is not a failure.
-test: lint binaries test-tools ## everything: lint, unit and integration tests
+# The binaries (and, as root, the images) are built before pytest starts, so a first build does not
+# count against test timeouts. pytest exits 5 when it collects no test; that is not a failure.
+test: lint binaries test-tools test-images ## everything: lint, unit and integration tests
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
+
+# The images for the chart's test on real nodes (tests/integration/test_chart_realnodes.py). They
+# need root (buildah); elsewhere that test skips, except under CI, where it fails.
+test-images:
+	if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory images; elif [ -n "$${CI:-}" ]; then \
+	  echo "test-images: building the images needs root" >&2; exit 1; fi
+
+# The chart installed for real: images built and imported into two real nodes, helm install,
+# placements through the release, upgrade, uninstall (root; part of `make test`).
+test-chart: venv binaries test-tools test-images ## the chart on real kubelet nodes, from the locally built images
+	$(VENV)/bin/pytest tests/integration/test_chart_realnodes.py
 
 # Container images, daemonless: buildah (chroot isolation, overlay or vfs storage) as root. The
 # archives go to .images/. IMAGE_BASE=auto (default: the official Python base if it can be

@@ -38,6 +38,7 @@ def scheduler_config(
         EXTENDER_CLIENT_CERT=pki.scheduler.cert,
         EXTENDER_CLIENT_KEY=pki.scheduler.key,
         EXTENDER_CA=pki.ca,
+        EXTENDER_SERVER_NAME="",
     )
 
 

@@ -26,7 +26,7 @@ from testkit.realnode.node import (
     remove_node,
     reset_node,
 )
-from testkit.realnode.pods import workload_pod
+from testkit.realnode.pods import scheduled_pod, workload_pod
 from testkit.realnode.settings import KubeletSettings, SettingsError
 from testkit.realnode.topology import GIB, MIB, Topology, Zone
 
@@ -54,5 +54,6 @@ __all__ = [
     "missing_tools",
     "remove_node",
     "reset_node",
+    "scheduled_pod",
     "workload_pod",
 ]

@@ -220,22 +220,28 @@ def wait_agreement(exporter: NodeExporter, within: float, *, available: bool = T
     """Seconds until the node's published NRT equals its kubelet's own per-zone accounting (see
     :mod:`testkit.realnode.accounting`; ``available=False``: allocatable only). Fails fast when
     the kubelet or the exporter dies; after ``within`` seconds it raises with the differences."""
-    from testkit.realnode.accounting import active_pod_uids, differences, kubelet_figures, nrt_figures
-
     started = time.monotonic()
     last = ["no NRT published"]
     while True:
         exporter.node.ensure_running()
         exporter.ensure_running()
-        nrt = published_nrt(exporter.node)
-        if nrt is not None:
-            kubelet = kubelet_figures(exporter.node, active_pod_uids(exporter.node))
-            last = differences(kubelet, nrt_figures(nrt), available=available)
-            if not last:
-                return time.monotonic() - started
+        last = nrt_differences(exporter.node, available=available)
+        if not last:
+            return time.monotonic() - started
         if time.monotonic() - started > within:
             raise RealNodeError(
                 f"the NRT of {exporter.node.name} still differs from its kubelet after {within:.0f} s:\n"
                 + "\n".join(last)
             )
         time.sleep(0.2)
+
+
+def nrt_differences(node: RealNode, *, available: bool = True) -> list[str]:
+    """How the node's published NRT differs from its kubelet's own accounting (empty: it agrees),
+    whichever exporter published it (this module's daemon or the chart's DaemonSet pod)."""
+    from testkit.realnode.accounting import active_pod_uids, differences, kubelet_figures, nrt_figures
+
+    nrt = published_nrt(node)
+    if nrt is None:
+        return ["no NRT published"]
+    return differences(kubelet_figures(node, active_pod_uids(node)), nrt_figures(nrt), available=available)

@@ -28,7 +28,10 @@ DAEMONS = "daemons"
 # Paths containerd, the CNI plugins and the kubelet write to whatever their configuration says.
 # Each node bind-mounts a directory of its own over them in its private mount namespace, so they
 # must exist on the host as mount points; those this module creates are removed with the last node.
-HOST_MOUNT_POINTS = ("/var/log/containers", "/var/lib/cni", "/run/containerd")
+HOST_MOUNT_POINTS = ("/var/log/containers", "/var/lib/cni", "/run/containerd", "/var/lib/kubelet")
+KUBELET_DIR = "/var/lib/kubelet"
+"""Where each node's kubelet root is mounted in its namespace: a DaemonSet's hostPath (the chart's
+exporter) finds the node's PodResources socket, checkpoints and config.yaml there, as on a real host."""
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
 # A kubelet holds 6 inotify instances and its containerd 1; Debian's default limit of 128 per

@@ -38,7 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -331,6 +331,10 @@ class RealNode:
         files = sorted(self.layout.pod_logs.glob(f"{namespace}_{pod}_*/{container}/*.log"))
         return files[-1].read_text(errors="replace") if files else ""
 
+    def numa_zones(self, cpus: list[int]) -> list[str]:
+        """The NRT zone names (``node-<id>``) that hold ``cpus``, e.g. a pod's from assigned_cpus()."""
+        return sorted({f"node-{self.topology.zone_of_cpu(c)}" for c in cpus})
+
     def runc_rewrites(self) -> list[str]:
         """What the runc wrapper changed (one line per rewritten create/update)."""
         path = self.layout.root / "runc-wrapper.log"
@@ -583,7 +587,7 @@ def _prepare(node: RealNode, kubelet: Path) -> None:
     layout, record = node.layout, node.record
     for directory in (layout.kubelet_root, layout.pod_logs, layout.logs, layout.root / "volume-plugins"):
         directory.mkdir(parents=True, exist_ok=True)
-    for point in host.HOST_MOUNT_POINTS:
+    for point in _host_points():
         (layout.host_dirs / point.strip("/").replace("/", "-")).mkdir(parents=True, exist_ok=True)
     fake = write_fake_host(record.topology, layout.fakehost)
     kubeconfig = node.cluster.write_node_credentials(record.name, layout.pki)
@@ -592,13 +596,22 @@ def _prepare(node: RealNode, kubelet: Path) -> None:
     _write_runc_wrapper(node)
     import yaml  # lazily: teardown (make cluster-down) must work without PyYAML
 
-    layout.kubelet_config.write_text(yaml.safe_dump(_kubelet_configuration(node), sort_keys=False))
+    kubelet_yaml = yaml.safe_dump(_kubelet_configuration(node), sort_keys=False)
+    layout.kubelet_config.write_text(kubelet_yaml)
+    # Where a node agent looks for it on a kubeadm-made host (/var/lib/kubelet/config.yaml).
+    (layout.kubelet_root / "config.yaml").write_text(kubelet_yaml)
     procs = host.create_cgroups(record.name)
     host.create_bridge(record.bridge, f"{record.node_ip}/24")
     mounts = [(str(src), dst) for src, dst in fake.mounts()]
     mounts += _write_sysctls(layout.fakehost / "sysctl")
-    mounts += [(str(layout.host_dirs / p.strip("/").replace("/", "-")), p) for p in host.HOST_MOUNT_POINTS]
+    mounts += [(str(layout.host_dirs / p.strip("/").replace("/", "-")), p) for p in _host_points()]
+    mounts.append((str(layout.kubelet_root), host.KUBELET_DIR))
     _write_launcher(node, kubelet, kubeconfig, procs, mounts)
+
+
+def _host_points() -> tuple[str, ...]:
+    """The host mount points that get an empty directory of the node's own."""
+    return tuple(p for p in host.HOST_MOUNT_POINTS if p != host.KUBELET_DIR)
 
 
 def _write_containerd_config(node: RealNode) -> None:
@@ -830,6 +843,25 @@ def _write_launcher(
     layout.launcher.chmod(0o755)
 
 
+def _import(node: RealNode, paths: Iterable[Path], remaining: Callable[[], float], alive: Callable[[], None]) -> None:
+    ctr = shutil.which("ctr") or "ctr"
+    for archive in paths:
+        for attempt in range(5):  # a containerd under load may open its socket before it serves it
+            result = subprocess.run(
+                [ctr, "--address", str(node.layout.containerd_socket), "--namespace", "k8s.io", "images", "import",
+                 str(archive)],
+                capture_output=True,
+                text=True,
+                timeout=remaining(),
+            )  # fmt: skip
+            if result.returncode == 0 or "connection refused" not in result.stderr or attempt == 4:
+                break
+            alive()
+            time.sleep(1)
+        if result.returncode != 0:
+            raise _died(node, f"importing {archive.name} into its containerd failed: {result.stderr.strip()}")
+
+
 def _died(node: RealNode, what: str) -> KubeletDiedError:
     return KubeletDiedError(
         f"real node {node.name}: {what}\n"
@@ -867,22 +899,7 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
         return layout.containerd_socket.is_socket()
 
     wait(socket_ready, min(30, remaining()), f"containerd of {node.name} to open its socket")
-    ctr = shutil.which("ctr") or "ctr"
-    for image, archive in images.items():
-        for attempt in range(5):  # a containerd under load may open its socket before it serves it
-            result = subprocess.run(
-                [ctr, "--address", str(layout.containerd_socket), "--namespace", "k8s.io", "images", "import",
-                 str(archive)],
-                capture_output=True,
-                text=True,
-                timeout=remaining(),
-            )  # fmt: skip
-            if result.returncode == 0 or "connection refused" not in result.stderr or attempt == 4:
-                break
-            alive()
-            time.sleep(1)
-        if result.returncode != 0:
-            raise _died(node, f"importing {image} into its containerd failed: {result.stderr.strip()}")
+    _import(node, images.values(), remaining, alive)
 
     def healthy() -> bool:
         alive()

@@ -54,3 +54,23 @@ def workload_pod(
         "metadata": {"name": name, "labels": labels or {}},
         "spec": spec,
     }
+
+
+def scheduled_pod(
+    name: str, cpu: int, scheduler: str, candidates: list[str], prefer: str | None = None
+) -> dict[str, Any]:
+    """A Guaranteed :func:`workload_pod` for ``scheduler`` that may go to ``candidates`` only
+    (required node affinity), to ``prefer`` first when it fits (so a scheduler that ignores NUMA
+    zones is led to a fragmented node)."""
+    body = workload_pod(name, cpu=cpu, memory="256Mi")
+
+    def named(node: str) -> dict[str, Any]:  # a field selector takes one value: one term per node
+        return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+
+    affinity: dict[str, Any] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [named(n) for n in candidates]}
+    }
+    if prefer:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 100, "preference": named(prefer)}]
+    body["spec"].update(schedulerName=scheduler, affinity={"nodeAffinity": affinity})
+    return body

@@ -3,6 +3,7 @@ least-privilege RBAC (each component run with its own ServiceAccount's token), u
 
 import asyncio
 import base64
+import json
 import os
 import ssl
 import subprocess
@@ -17,7 +18,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from testkit.certs import ExtenderPKI, KeyPair, extender_pki
-from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_for
+from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_default_service_account, wait_for
 from testkit.extender import REFUSED, call, schedhook_tls_args
 from testkit.paths import CRDS, EXAMPLES, REPO
 from testkit.sysfs import eight_node, two_socket
@@ -104,7 +105,8 @@ def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
     (volume,) = [v for v in scheduler["spec"]["volumes"] if v["name"] == "tls"]
     assert volume["secret"]["secretName"] == "t-toposched-scheduler-tls"
     files = {"certFile": "tls.crt", "keyFile": "tls.key", "caFile": "ca.crt"}
-    assert extender["tlsConfig"] == {key: f"{mount['mountPath']}/{name}" for key, name in files.items()}
+    paths = {key: f"{mount['mountPath']}/{name}" for key, name in files.items()}
+    assert extender["tlsConfig"] == {**paths, "serverName": "t-toposched-schedhook.ns.svc"}
 
     # The generated client certificate names the client the extender accepts, and chains to the CA
     # the extender verifies with (schedhook's Secret's ca.crt).
@@ -122,6 +124,54 @@ def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
     (to_extender,) = [rule for rule in policy["ingress"] if rule["ports"][0]["port"] == "extender"]
     assert to_extender["from"] == [{"podSelector": {"matchLabels": scheduler["metadata"]["labels"]}}]
     assert "extender" in {p["name"] for p in container["ports"]}
+
+
+def test_host_network_mode() -> None:
+    """hack/chart-local-cluster.yaml: every pod on the host network, reaching the apiserver at
+    the address given; each listener on the node's address, the extender on loopback only, called
+    there by the kube-scheduler that runs on schedhook's node, checking the Service's name."""
+    local = str(REPO / "hack" / "chart-local-cluster.yaml")
+    objects = rendered("-f", local, "--set", "hostNetwork.apiServer=127.0.0.1:6443")
+    api_server = [
+        {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+        {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"},
+    ]
+    pods = {
+        name: obj["spec"]["template"]["spec"]
+        for (kind, name), obj in objects.items()
+        if kind in ("Deployment", "DaemonSet")
+    }
+    assert len(pods) == 4
+    for name, pod in pods.items():
+        assert pod["hostNetwork"] is True, name
+        assert pod["dnsPolicy"] == "ClusterFirstWithHostNet", name
+        for container in pod["containers"]:
+            assert all(v in container["env"] for v in api_server), (name, container["name"])
+
+    (operator,) = pods["t-toposched-operator"]["containers"]
+    assert operator["args"] == ["operator", "--liveness", "http://$(POD_IP):8080/healthz"]
+    assert {"name": "TOPOSCHED_METRICS_ADDRESS", "value": "$(POD_IP)"} in operator["env"]
+
+    (schedhook,) = pods["t-toposched-schedhook"]["containers"]
+    told = {"--address=127.0.0.1", "--webhook-address=$(POD_IP)", "--metrics-address=$(POD_IP)"}
+    assert told <= set(schedhook["args"])
+    assert schedhook["readinessProbe"]["httpGet"]["host"] == "127.0.0.1"
+
+    scheduler = pods["t-toposched-scheduler"]
+    assert "--bind-address=$(POD_IP)" in scheduler["containers"][0]["command"]
+    (term,) = scheduler["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "schedhook"
+    config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
+    (extender,) = config["extenders"]
+    assert extender["urlPrefix"] == "https://127.0.0.1:8888"
+    assert extender["tlsConfig"]["serverName"] == "t-toposched-schedhook.ns.svc"
+    for name in ("t-toposched-schedhook", "t-toposched-scheduler"):
+        assert objects["Deployment", name]["spec"]["strategy"] == {"type": "Recreate"}
+
+    # The example names the kube-scheduler image make images builds: the pinned version.
+    pinned = (REPO / "hack" / "versions.env").read_text()
+    assert f"KUBERNETES_VERSION={scheduler['containers'][0]['image'].rsplit(':', 1)[1]}" in pinned
 
 
 def test_exporter_listens_on_its_pod_ip_only() -> None:
@@ -512,7 +562,12 @@ def service_name(release: tuple[str, str]) -> str:
 
 
 async def test_schedhook_works_with_its_service_account(
-    api: client.ApiClient, kubeconfig: Path, release: tuple[str, str], tmp_path: Path, chart_pki: ExtenderPKI
+    api: client.ApiClient,
+    kubeconfig: Path,
+    namespace: str,
+    release: tuple[str, str],
+    tmp_path: Path,
+    chart_pki: ExtenderPKI,
 ) -> None:
     config = token_kubeconfig(kubeconfig, await sa_token(api, release, "schedhook"), tmp_path / "kubeconfig")
     port = free_port()
@@ -535,6 +590,21 @@ async def test_schedhook_works_with_its_service_account(
             return b" 200 " in answer.split(b"\r\n", 1)[0] + b" "
 
         await wait_for(ready, within=60, what="schedhook ready with its ServiceAccount")
+
+        # /bind with its rights: the pods/binding subresource kube-scheduler uses too.
+        await wait_default_service_account(api, namespace)
+        node = f"kwok-bind-{uuid.uuid4().hex[:6]}"
+        await ensure_kwok_node(api, node)
+        core = client.CoreV1Api(api)
+        spec = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "example.invalid/c:1"}]}
+        pod = await core.create_namespaced_pod(namespace, {"metadata": {"name": "bound"}, "spec": spec})
+        context = ssl.create_default_context(cafile=str(chart_pki.ca))
+        context.load_cert_chain(chart_pki.scheduler.cert, chart_pki.scheduler.key)
+        args = {"PodName": "bound", "PodNamespace": namespace, "PodUID": pod.metadata.uid, "Node": node}
+        status, text = await call(port, "/bind", args, context, server_hostname=service_name(release))
+        assert (status, json.loads(text).get("Error") or "") == (200, ""), text
+        assert (await core.read_namespaced_pod("bound", namespace)).spec.node_name == node
+        await core.delete_node(node)
     finally:
         stop(proc, tmp_path / "toposched.schedhook.log")
 

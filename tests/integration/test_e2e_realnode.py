@@ -19,7 +19,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from testkit.cluster import wait_default_service_account, wait_for
-from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, workload_pod
+from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, scheduled_pod, workload_pod
 from testkit.realnode.exporter import NodeExporter, start_exporter, wait_agreement
 from testkit.schedstack import SchedulerStack, scheduler_stack
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
@@ -74,22 +74,6 @@ async def pair(kubeconfig: Path) -> AsyncIterator[Pair]:
             assert leftovers(node.name) == []
 
 
-def pod(name: str, cpu: int, scheduler: str, candidates: list[str], prefer: str | None = None) -> dict[str, Any]:
-    """A Guaranteed pod for one of ``candidates`` (required), ``prefer`` first if it fits."""
-    body = workload_pod(name, cpu=cpu, memory="256Mi")
-
-    def named(node: str) -> dict[str, Any]:  # a field selector takes one value: one term per node
-        return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-
-    affinity: dict[str, Any] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [named(n) for n in candidates]}
-    }
-    if prefer:
-        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 100, "preference": named(prefer)}]
-    body["spec"].update(schedulerName=scheduler, affinity={"nodeAffinity": affinity})
-    return body
-
-
 async def _phase(api: client.ApiClient, namespace: str, name: str, phases: set[str], within: float = 60) -> Any:
     core = client.CoreV1Api(api)
 
@@ -110,10 +94,6 @@ async def fragment(api: client.ApiClient, namespace: str, pair: Pair) -> None:
         await _phase(api, namespace, name, {"Running"})
 
 
-def zones_of(node: RealNode, cpus: list[int]) -> list[str]:
-    return sorted({f"node-{node.topology.zone_of_cpu(c)}" for c in cpus})
-
-
 @pytest.mark.usefixtures("stack")
 async def test_toposched_places_where_kube_scheduler_alone_is_rejected(
     api: client.ApiClient, namespace: str, pair: Pair
@@ -126,27 +106,29 @@ async def test_toposched_places_where_kube_scheduler_alone_is_rejected(
         await asyncio.to_thread(wait_agreement, exporter, 15)
 
     # kube-scheduler alone: the node totals fit, the affinity prefers frag; its kubelet rejects.
-    await core.create_namespaced_pod(namespace, pod("alone", 3, "default-scheduler", pair.names(), pair.frag.name))
+    await core.create_namespaced_pod(
+        namespace, scheduled_pod("alone", 3, "default-scheduler", pair.names(), pair.frag.name)
+    )
     alone = await _phase(api, namespace, "alone", {"Failed", "Running"})
     assert alone.spec.node_name == pair.frag.name
     assert alone.status.phase == "Failed"
     assert alone.status.reason in REJECTIONS, alone.status
 
     # The same pod through toposched: frag's NRT shows no zone with 3 CPUs, roomy's zone 1 has 4.
-    await core.create_namespaced_pod(namespace, pod("placed", 3, "toposched", pair.names(), pair.frag.name))
+    await core.create_namespaced_pod(namespace, scheduled_pod("placed", 3, "toposched", pair.names(), pair.frag.name))
     placed = await _phase(api, namespace, "placed", {"Running", "Failed"})
     assert placed.status.phase == "Running", placed.status
     assert placed.spec.node_name == pair.roomy.name
     predicted = json.loads(placed.metadata.annotations[NUMA_ZONES_ANNOTATION])
     assert predicted == ["node-1"]
-    assert zones_of(pair.roomy, pair.roomy.assigned_cpus(placed.metadata.uid)["app"]) == predicted
+    assert pair.roomy.numa_zones(pair.roomy.assigned_cpus(placed.metadata.uid)["app"]) == predicted
 
     # A pod that fits frag's zone 1 goes there, on the zone the annotation names.
-    await core.create_namespaced_pod(namespace, pod("small", 2, "toposched", [pair.frag.name]))
+    await core.create_namespaced_pod(namespace, scheduled_pod("small", 2, "toposched", [pair.frag.name]))
     small = await _phase(api, namespace, "small", {"Running", "Failed"})
     assert small.status.phase == "Running", small.status
     predicted = json.loads(small.metadata.annotations[NUMA_ZONES_ANNOTATION])
-    assert zones_of(pair.frag, pair.frag.assigned_cpus(small.metadata.uid)["app"]) == predicted == ["node-1"]
+    assert pair.frag.numa_zones(pair.frag.assigned_cpus(small.metadata.uid)["app"]) == predicted == ["node-1"]
 
 
 @pytest.mark.usefixtures("stack")
@@ -167,7 +149,7 @@ async def test_real_rejections_of_a_replicaset_are_remediated(
     await fragment(api, namespace, pair)
     await asyncio.to_thread(wait_agreement, roomy, 15)
 
-    template = pod("ignored", 3, "toposched", pair.names(), pair.frag.name)
+    template = scheduled_pod("ignored", 3, "toposched", pair.names(), pair.frag.name)
     template["metadata"] = {"labels": {"app": "db"}}
     await apps.create_namespaced_replica_set(
         namespace,
@@ -194,7 +176,7 @@ async def test_real_rejections_of_a_replicaset_are_remediated(
     replacement = await wait_for(replacement_runs, within=60, what="a replacement Running")
     assert replacement.spec.node_name == pair.roomy.name
     predicted = json.loads(replacement.metadata.annotations[NUMA_ZONES_ANNOTATION])
-    assert zones_of(pair.roomy, pair.roomy.assigned_cpus(replacement.metadata.uid)["app"]) == predicted
+    assert pair.roomy.numa_zones(pair.roomy.assigned_cpus(replacement.metadata.uid)["app"]) == predicted
 
     async def remediated() -> Any:
         events = (await core.list_namespaced_event(namespace)).items

@@ -53,6 +53,16 @@ def schedhook_metrics_told(pki: ExtenderPKI) -> Command:
     return [*args, *schedhook_tls_args(pki)], {}, {("127.0.0.1", port), ("127.0.0.2", metrics)}
 
 
+def schedhook_webhooks_told(pki: ExtenderPKI) -> Command:
+    """The chart's host-network mode: the extender on loopback, the webhooks at the node's address."""
+    port, webhook, metrics = free_port(), free_port(), free_port()
+    args = ["schedhook", "--address", "127.0.0.1", "--port", str(port), "--webhook-port", str(webhook)]
+    args += ["--webhook-address", "127.0.0.2", "--metrics-port", str(metrics), "--metrics-address", "127.0.0.2"]
+    args += [*schedhook_tls_args(pki), "--no-remediation"]
+    args += ["--tls-cert", str(pki.serving.cert), "--tls-key", str(pki.serving.key)]
+    return args, {}, {("127.0.0.1", port), ("127.0.0.2", webhook), ("127.0.0.2", metrics)}
+
+
 def operator(pki: ExtenderPKI) -> Command:
     metrics, health = free_port(), free_port()
     args = ["operator", "--namespace", "toposched-listeners", "--liveness", f"http://127.0.0.1:{health}/healthz"]
@@ -73,6 +83,7 @@ def exporter(pki: ExtenderPKI, *address: str) -> Command:
         pytest.param(lambda pki: schedhook(pki, "--address", "127.0.0.1"), id="schedhook-address-covers-metrics"),
         pytest.param(schedhook, id="schedhook-default-outside-a-pod"),
         pytest.param(schedhook_metrics_told, id="schedhook-metrics-address"),
+        pytest.param(schedhook_webhooks_told, id="schedhook-webhook-address"),
         pytest.param(operator, id="operator-default-outside-a-pod"),
         pytest.param(exporter, id="exporter-default"),
         pytest.param(

@@ -124,6 +124,12 @@ IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
             ["schedhook", "--metrics-address", "::1"], {}, {"metrics_address": "::1"}, id="schedhook-metrics-told"
         ),
         pytest.param(
+            ["schedhook", "--webhook-address", "10.0.0.5"],
+            {},
+            {"address": "127.0.0.1", "webhook_address": "10.0.0.5"},
+            id="schedhook-webhooks-told",
+        ),
+        pytest.param(
             ["exporter"], IN_A_POD, {"metrics_address": "127.0.0.1", "health_address": "127.0.0.1"}, id="exporter"
         ),
         pytest.param(

@@ -28,14 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import kopf
+    from kopf._core.engines.peering import Identity  # a NewType of str that kopf does not export
 
     import toposched.operators.main  # noqa: F401  (registers the handlers)
+    from toposched.operators.settings import OperatorSettings
 
     if args.metrics_address:  # the settings are read from the environment (as under `kopf run -m`)
         os.environ["TOPOSCHED_METRICS_ADDRESS"] = args.metrics_address
 
     kopf.configure(verbose=args.verbose)
     kopf.run(
+        # Kopf would name itself after the login user: an image's numeric user has no passwd entry.
+        identity=Identity(OperatorSettings.from_env().identity),
         standalone=True,
         clusterwide=not args.namespace,
         namespaces=args.namespace,

@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("TOPOSCHED_METRICS_ADDRESS"),
         help="metrics listen address (default: --address)",
     )
+    parser.add_argument(
+        "--webhook-address",
+        default=env("TOPOSCHED_WEBHOOK_ADDRESS"),
+        help="webhooks listen address (default: --address); on the host network the extender may stay "
+        "on loopback while the apiserver reaches the webhooks at the node's address",
+    )
     parser.add_argument("--weights-name", default=env("TOPOSCHED_WEIGHTS_NAME", WEIGHT_NETPERF))
     parser.add_argument("--strategy", default=env("TOPOSCHED_NUMA_STRATEGY", "MostAllocated"))
     parser.add_argument(
@@ -136,9 +142,10 @@ async def _serve(args: argparse.Namespace) -> None:
             rules = Rules(namespaces=args.route_namespace, match_labels=labels)
             hooks = web.AppRunner(Webhooks(rules).app(), access_log=None)
             await hooks.setup()
-            await web.TCPSite(hooks, args.address, args.webhook_port, ssl_context=webhook_tls).start()
+            webhook_address = args.webhook_address or args.address
+            await web.TCPSite(hooks, webhook_address, args.webhook_port, ssl_context=webhook_tls).start()
             runners.append(hooks)
-            log.info("admission webhooks listening on %s:%d (TLS)", args.address, args.webhook_port)
+            log.info("admission webhooks listening on %s:%d (TLS)", webhook_address, args.webhook_port)
         else:
             log.warning("no --tls-cert/--tls-key: admission webhooks are off")
         try:

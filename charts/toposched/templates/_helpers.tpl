@@ -33,3 +33,21 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The API server's address for in-cluster clients, when the values name one (hostNetwork.apiServer). */}}
+{{- define "toposched.apiServerEnv" -}}
+{{- with .Values.hostNetwork.apiServer }}
+{{- $host := regexReplaceAll ":[0-9]+$" . "" | trimPrefix "[" | trimSuffix "]" }}
+{{- $port := regexFind "[0-9]+$" . }}
+- {name: KUBERNETES_SERVICE_HOST, value: {{ $host | quote }}}
+- {name: KUBERNETES_SERVICE_PORT, value: {{ $port | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level networking of the operator, schedhook and kube-scheduler. */}}
+{{- define "toposched.podNetwork" -}}
+{{- if .Values.hostNetwork.enabled }}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+{{- end -}}

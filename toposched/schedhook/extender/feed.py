@@ -40,9 +40,13 @@ async def _follow(cache: ClusterCache, kind: str, lister: Lister) -> None:
         cache.listed(kind, items)
         cache.mark_synced(kind)
 
-    # Only bound pods: pending ones hold nothing on any node.
-    extra = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}
-    await follow(lister, listed, lambda type_, obj: cache.event(kind, type_, obj), kind, **extra)
+    def changed(type_: str, obj: dict[str, Any]) -> None:
+        cache.event(kind, type_, obj)
+
+    if kind == "pods":  # only bound pods: pending ones hold nothing on any node
+        await follow(lister, listed, changed, kind, field_selector="spec.nodeName!=")
+    else:
+        await follow(lister, listed, changed, kind)
 
 
 def _custom_lister(custom: client.CustomObjectsApi, model: type[KubeObject]) -> Lister:

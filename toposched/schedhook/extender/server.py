@@ -195,7 +195,7 @@ class Extender:
         }
         error = ""
         try:
-            response = await core.create_namespaced_binding(namespace, binding, _preload_content=False)
+            response = await core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
             body = await response.read()  # hands the connection back to the pool (else every bind opens one)
             if not 200 <= response.status < 300:  # not raised: the content was not preloaded
                 error = f"binding {namespace}/{name} to {node}: {response.status} {_status_message(body)}"

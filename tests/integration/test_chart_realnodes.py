@@ -1,0 +1,311 @@
+"""The chart installed for real, as the README says: on two real kubelet nodes,
+hack/install-chart-local.sh imports the images `make images` built and runs `helm upgrade
+--install` of charts/toposched with hack/chart-local-cluster.yaml. Every
+component then runs as containers on those nodes: the exporter DaemonSet, the operator, schedhook
+(webhooks and extender, TLS) and the second kube-scheduler from the locally built image.
+
+Through the release only: the exporter's NRTs agree with the kubelets; a Guaranteed toposched pod
+lands where its kubelet admits it (a fragmented node is avoided); an AppGroup's pods, created in
+the wrong order, are gated and released in the operator's topology order; `helm upgrade` keeps
+the certificates and the extender keeps working; `helm uninstall` leaves only the CRDs and the
+user's objects.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from testkit.cluster import skip_or_fail, wait_default_service_account, wait_for
+from testkit.paths import REPO
+from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, scheduled_pod, workload_pod
+from testkit.realnode.exporter import nrt_differences
+from toposched import __version__
+from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, ORDER_GATE, WORKLOAD_LABEL
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds", "real_nodes")]
+
+REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError")
+
+
+def versions() -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines() if "=" in line)
+    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
+
+
+def image_archives() -> list[Path]:
+    """The archives of `make images` (.images/ or $IMAGES_DIR), or skip (fail under CI)."""
+    out = Path(os.environ.get("IMAGES_DIR") or REPO / ".images")
+    kubernetes = versions()["KUBERNETES_VERSION"]
+    wanted = [
+        out / f"toposched-operator-{__version__}.tar",
+        out / f"toposched-exporter-{__version__}.tar",
+        out / f"toposched-kube-scheduler-{kubernetes}.tar",
+    ]
+    missing = [p.name for p in wanted if not p.is_file()]
+    if missing:
+        skip_or_fail(f"the chart on real nodes needs the images ({', '.join(missing)}): run `make images` as root")
+    return wanted
+
+
+def tool(name: str) -> str:
+    bin_dir = subprocess.run(
+        [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return os.path.join(bin_dir, name)
+
+
+def run(*args: str, kubeconfig: Path) -> str:
+    done = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
+    assert done.returncode == 0, f"{' '.join(args)}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+class Release:
+    def __init__(self, kubeconfig: Path, nodes: list[RealNode]) -> None:
+        self.kubeconfig, self.nodes = kubeconfig, nodes
+        self.name, self.namespace = "toposched", f"toposched-system-{uuid.uuid4().hex[:6]}"
+
+    def install(self, *helm_args: str) -> str:
+        """As the README says: hack/install-chart-local.sh (images into the real nodes, then
+        helm upgrade --install with hack/chart-local-cluster.yaml)."""
+        script = str(REPO / "hack" / "install-chart-local.sh")
+        return run(script, "-n", self.namespace, self.name, "--", *helm_args, kubeconfig=self.kubeconfig)
+
+    def helm(self, verb: str, *more: str) -> str:
+        return run(tool("helm"), verb, self.name, "-n", self.namespace, *more, kubeconfig=self.kubeconfig)
+
+    def clean_up(self) -> None:
+        """Uninstall (if the test did not get that far) and delete the release's namespace."""
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        uninstall = [tool("helm"), "uninstall", self.name, "-n", self.namespace, "--wait", "--timeout", "60s"]
+        subprocess.run(uninstall, env=env, capture_output=True)
+        delete = [tool("kubectl"), "delete", "namespace", self.namespace, "--wait=false", "--ignore-not-found"]
+        subprocess.run(delete, env=env, capture_output=True)
+
+    def debug(self, *namespaces: str) -> str:
+        """What to look at when something fails: the pods and events of the release (and of
+        ``namespaces``), its nodes' kubelet logs and its containers' logs."""
+        out = ""
+        for namespace in (self.namespace, *namespaces):
+            out += run(tool("kubectl"), "get", "pods,events", "-n", namespace, "-o", "wide",
+                       kubeconfig=self.kubeconfig)  # fmt: skip
+        for node in self.nodes:
+            out += f"\n--- {node.name} kubelet ---\n{node.log_tail('kubelet', 25)}"
+            for log in sorted(node.layout.pod_logs.glob(f"{self.namespace}_*/*/*.log")):
+                out += f"\n--- {log.parent.parent.name}/{log.parent.name} ---\n" + log.read_text()[-1500:]
+        return out
+
+
+@pytest.fixture
+async def release(kubeconfig: Path) -> AsyncIterator[Release]:
+    image_archives()
+    tag = uuid.uuid4().hex[:6]
+    topology = Topology.uniform(2, 4, "4Gi")
+    nodes = list(
+        await asyncio.gather(
+            asyncio.to_thread(add_node, f"chart-a-{tag}", topology),
+            asyncio.to_thread(add_node, f"chart-b-{tag}", topology),
+        )
+    )
+    installed = Release(kubeconfig, nodes)
+    try:
+        yield installed
+    finally:
+        await asyncio.to_thread(installed.clean_up)
+        for node in nodes:
+            await asyncio.to_thread(remove_node, node.name)
+            assert leftovers(node.name) == []
+
+
+async def pods_ready(api: client.ApiClient, release: Release, within: float) -> list[Any]:
+    """Every pod of the release Ready: 2 exporters, the operator, schedhook, kube-scheduler."""
+    core = client.CoreV1Api(api)
+
+    async def ready() -> list[Any] | None:
+        pods = (await core.list_namespaced_pod(release.namespace)).items
+        by = [p.metadata.labels.get("app.kubernetes.io/component") for p in pods]
+        complete = sorted(by) == ["exporter", "exporter", "operator", "schedhook", "scheduler"]
+        return pods if complete and all(_ready(p) for p in pods) else None
+
+    return await wait_for(ready, within=within, what="every pod of the release Ready")
+
+
+def _ready(pod: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def metrics(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+async def phase(api: client.ApiClient, namespace: str, name: str, within: float = 90) -> Any:
+    core = client.CoreV1Api(api)
+
+    async def decided() -> Any:
+        pod = await core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase in ("Running", "Failed") else None
+
+    return await wait_for(decided, within=within, what=f"pod {name} Running or Failed")
+
+
+def secret_data(release: Release, name: str) -> dict[str, str]:
+    out = run(tool("kubectl"), "get", "secret", name, "-n", release.namespace, "-o", "json",
+              kubeconfig=release.kubeconfig)  # fmt: skip
+    data: dict[str, str] = json.loads(out)["data"]
+    return data
+
+
+def chain(name: str) -> dict[str, Any]:
+    """backend <- frontend: frontend depends on backend."""
+
+    def info(s: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": s, "selector": s}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "numMembers": 2,
+            "workloads": [
+                {"workload": info("frontend"), "dependencies": [{"workload": info("backend")}]},
+                {"workload": info("backend")},
+            ],
+        },
+    }
+
+
+async def test_the_chart_runs_on_real_nodes(api: client.ApiClient, namespace: str, release: Release) -> None:
+    try:
+        await scenario(api, namespace, release)
+    except BaseException:
+        print(await asyncio.to_thread(release.debug, namespace))
+        raise
+
+
+async def scenario(api: client.ApiClient, namespace: str, release: Release) -> None:
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    a, b = release.nodes
+    names = [a.name, b.name]
+
+    started = time.monotonic()
+    await asyncio.to_thread(release.install)
+    pods = await pods_ready(api, release, within=240)
+    print(f"release Ready {time.monotonic() - started:.1f} s after helm install")
+    assert all(p.spec.host_network for p in pods)
+    assert {p.spec.node_name for p in pods if p.metadata.labels["app.kubernetes.io/component"] == "exporter"} == set(
+        names
+    )
+    assert all(s.restart_count == 0 for p in pods for s in p.status.container_statuses), [
+        (p.metadata.name, [s.restart_count for s in p.status.container_statuses]) for p in pods
+    ]
+
+    # The metrics endpoints answer, at the pod's (node's) address.
+    ports = {"operator": 9090, "exporter": 9091, "schedhook": 9092}
+    for pod in pods:
+        port = ports.get(pod.metadata.labels["app.kubernetes.io/component"])
+        if port:
+            text = await asyncio.to_thread(metrics, f"http://{pod.status.pod_ip}:{port}/metrics")
+            assert "# TYPE" in text, pod.metadata.name
+
+    # Each node's NRT, published by the DaemonSet's exporter, agrees with its kubelet.
+    async def agree() -> bool:
+        return not any([await asyncio.to_thread(nrt_differences, node) for node in release.nodes])
+
+    await wait_for(agree, within=60, what="the NRTs to agree with the kubelets")
+
+    # Fragment a (zones keep 1 and 2 free CPUs), fill b's zone 0 (zone 1 keeps 4): a 3-CPU pod
+    # fits a's totals, but only b's zone 1 can admit it.
+    await wait_default_service_account(api, namespace)
+    for name, node, cpu in (("frag-a", a, 2), ("frag-b", a, 2), ("fill", b, 3)):
+        await core.create_namespaced_pod(namespace, workload_pod(name, node=node.name, cpu=cpu, memory="256Mi"))
+        assert (await phase(api, namespace, name)).status.phase == "Running"
+    await wait_for(agree, within=60, what="the NRTs to show the fragmentation")
+
+    await core.create_namespaced_pod(namespace, scheduled_pod("placed", 3, "toposched", names, prefer=a.name))
+    placed = await phase(api, namespace, "placed")
+    assert placed.status.phase == "Running", (placed.status.reason, placed.status.message)
+    assert placed.spec.node_name == b.name
+    predicted = json.loads(placed.metadata.annotations[NUMA_ZONES_ANNOTATION])
+    assert b.numa_zones(b.assigned_cpus(placed.metadata.uid)["app"]) == predicted == ["node-1"]
+
+    # An AppGroup: the release's operator writes its order, its webhook gates the pods (created in
+    # the wrong order), its gate controller releases them in that order.
+    await custom.create_namespaced_custom_object(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain("shop")
+    )
+
+    async def ordered() -> list[str] | None:
+        group = await custom.get_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", "shop"
+        )
+        order = (group.get("status") or {}).get("topologyOrder") or []
+        return [o["workload"]["selector"] for o in sorted(order, key=lambda o: o["index"])] or None
+
+    order = await wait_for(ordered, within=30, what="the AppGroup's topologyOrder")
+    for workload in reversed(order):
+        body = scheduled_pod(f"{workload}-0", 1, "toposched", names)
+        body["metadata"]["labels"] = {APPGROUP_LABEL: "shop", WORKLOAD_LABEL: workload}
+        created = await core.create_namespaced_pod(namespace, body)
+        assert [g.name for g in created.spec.scheduling_gates or []] == [ORDER_GATE]
+        await asyncio.sleep(1.1)  # PodScheduled times have whole seconds
+    members = [await phase(api, namespace, f"{w}-0") for w in order]
+    assert [m.status.phase for m in members] == ["Running", "Running"]
+
+    def scheduled_at(pod: Any) -> Any:
+        return next(c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled")
+
+    assert scheduled_at(members[0]) <= scheduled_at(members[1]), order
+
+    # helm upgrade: the certificates are kept, and the new pods serve with them.
+    tls = secret_data(release, "toposched-schedhook-tls"), secret_data(release, "toposched-scheduler-tls")
+    await asyncio.to_thread(release.install, "--set", "schedhook.orderWait=20")
+    assert (secret_data(release, "toposched-schedhook-tls"), secret_data(release, "toposched-scheduler-tls")) == tls
+
+    async def rolled() -> bool:
+        deployment = await client.AppsV1Api(api).read_namespaced_deployment("toposched-schedhook", release.namespace)
+        return bool(deployment.status.updated_replicas == 1 and deployment.status.ready_replicas == 1)
+
+    await wait_for(rolled, within=120, what="schedhook rolled out after the upgrade")
+    await pods_ready(api, release, within=120)
+    for name in ("frag-a", "frag-b"):  # room for one more
+        await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    await core.create_namespaced_pod(namespace, scheduled_pod("after-upgrade", 1, "toposched", names))
+    assert (await phase(api, namespace, "after-upgrade")).status.phase == "Running"
+
+    # helm uninstall: nothing of the release is left; the CRDs and the user's objects stay.
+    await asyncio.to_thread(release.helm, "uninstall", "--wait", "--timeout", "120s")
+
+    async def pods_gone() -> bool:  # the garbage collector deletes them after their ReplicaSets
+        return not (await core.list_namespaced_pod(release.namespace)).items
+
+    await wait_for(pods_gone, within=60, what="the release's pods deleted")
+    left = run(
+        tool("kubectl"),
+        "get",
+        "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,"
+        "rolebindings,roles,deployments,daemonsets,services,secrets,serviceaccounts,configmaps,"
+        "networkpolicies,validatingadmissionpolicies,validatingadmissionpolicybindings,pods",
+        "-A",
+        "-l",
+        f"app.kubernetes.io/instance={release.name}",
+        "-o",
+        "name",
+        kubeconfig=release.kubeconfig,
+    )
+    assert left.strip() == ""
+    assert await custom.get_namespaced_custom_object(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", "shop"
+    )
+    assert (await core.read_namespaced_pod("placed", namespace)).status.phase == "Running"

@@ -1,42 +1,40 @@
 """Kubernetes resource quantities.
 
 Values keep the spelling the user wrote (``"100Mi"`` stays ``"100Mi"``) so objects round-trip;
-the numeric value comes from the Kubernetes client library's parser, not from a home-made one.
+the numeric value is exact (a Decimal), by the apiserver's rules: a number, then one binary
+suffix (Ki..Ei), one decimal suffix (n, u, m, k, M..E) or a decimal exponent.
+
+The official client library's parser gives the same values (the test vectors in
+tests/unit/apis/test_models.py came from it), but that package is not a dependency: Kopf imports
+it when it is installed, and with it the whole generated client (about 50 MiB in every operator).
 """
 
 import functools
-import importlib.util
 import re
 from collections.abc import Callable
 from decimal import ROUND_UP, Decimal
-from pathlib import Path
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, TypeAlias
 
 from pydantic import AfterValidator, PlainValidator
 
 from toposched.apis.limits import MAX_BANDWIDTH, MAX_QUANTITY, MAX_QUANTITY_TEXT, show_limit
 
-
-def _load_parser() -> Callable[[Any], Any]:
-    """The official client's parser, loaded from its own file.
-
-    ``import kubernetes.utils.quantity`` would run the package's __init__, which imports the
-    whole generated client (about 50 MiB resident) for one small function.
-    """
-    spec = importlib.util.find_spec("kubernetes")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the kubernetes package (for its quantity parser) is not installed")
-    path = Path(next(iter(spec.submodule_search_locations))) / "utils" / "quantity.py"
-    module_spec = importlib.util.spec_from_file_location("toposched_kubernetes_quantity", path)
-    if module_spec is None or module_spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    parser: Callable[[Any], Any] = module.parse_quantity
-    return parser
+_MULTIPLIERS: dict[str, Decimal] = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(1000) ** e for s, e in (("n", -3), ("u", -2), ("m", -1), ("k", 1), ("M", 2), ("G", 3))},
+    **{s: Decimal(1000) ** e for s, e in (("T", 4), ("P", 5), ("E", 6))},
+}
 
 
-_parse_quantity = _load_parser()
+def _parse_quantity(value: str | int | Decimal) -> Decimal:
+    """The exact value of a quantity already known to be well formed (``_SYNTAX``)."""
+    if not isinstance(value, str):
+        return Decimal(value)
+    for length in (2, 1):  # "1Ei" is exbibytes, "1E" exabytes, "1E3" a thousand
+        multiplier = _MULTIPLIERS.get(value[-length:]) if len(value) > length else None
+        if multiplier is not None:
+            return Decimal(value[:-length]) * multiplier
+    return Decimal(value)
 
 
 _SYNTAX = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")

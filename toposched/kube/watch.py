@@ -28,22 +28,42 @@ class ListError(RuntimeError):
     """The apiserver answered a list with an error (a Status object), not a list."""
 
 
-async def list_objects(lister: Callable[..., Awaitable[Any]], **params: str) -> tuple[Items, str]:
-    """The items of one list call and the list's resourceVersion.
+PAGE = 500
+"""Objects per list page (client-go's pager uses the same): thousands of nodes never arrive as
+one body of tens of megabytes, parsed all at once."""
 
-    ``lister`` is a client list call (``CoreV1Api.list_node`` and the like). An error answer
-    (403, 500, ...) raises ListError: it is never taken for an empty list.
+Slim = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+async def list_objects(
+    lister: Callable[..., Awaitable[Any]], slim: Slim | None = None, **params: str
+) -> tuple[Items, str]:
+    """The items of a list, page by page, and the list's resourceVersion.
+
+    ``lister`` is a client list call (``CoreV1Api.list_node`` and the like); ``slim`` keeps what
+    the caller needs of each item as each page arrives. An error answer (403, 500, an expired
+    continue token, ...) raises ListError: it is never taken for an empty or partial list.
     """
-    response = await lister(_preload_content=False, _request_timeout=LIST_TIMEOUT, **params)
-    try:
-        raw = await response.read()
-    finally:
-        response.release()
-    body = orjson.loads(raw) if raw else {}
-    if not 200 <= response.status < 300 or not isinstance(body, dict) or body.get("kind") == "Status":
-        message = body.get("message") if isinstance(body, dict) else None
-        raise ListError(f"HTTP {response.status}: {message or raw[:200]!r}")
-    return list(body.get("items") or []), str((body.get("metadata") or {}).get("resourceVersion") or "")
+    items: Items = []
+    token = ""
+    while True:
+        page: dict[str, Any] = {"limit": PAGE, "_continue": token} if token else {"limit": PAGE}
+        response = await lister(_preload_content=False, _request_timeout=LIST_TIMEOUT, **params, **page)
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        body = orjson.loads(raw) if raw else {}
+        if not 200 <= response.status < 300 or not isinstance(body, dict) or body.get("kind") == "Status":
+            message = body.get("message") if isinstance(body, dict) else None
+            raise ListError(f"HTTP {response.status}: {message or raw[:200]!r}")
+        del raw
+        found = body.get("items") or []
+        items.extend(map(slim, found) if slim else found)
+        metadata = body.get("metadata") or {}
+        token = str(metadata.get("continue") or "")
+        if not token:
+            return items, str(metadata.get("resourceVersion") or "")
 
 
 RETRY_FIRST = 0.5
@@ -66,9 +86,11 @@ async def follow(
     listed: Callable[[Items], None],
     changed: Callable[[str, dict[str, Any]], None],
     what: str,
+    slim: Slim | None = None,
     **params: str,
 ) -> None:
-    """``listed(items)`` once, then ``changed(type, object)`` per ADDED, MODIFIED or DELETED event.
+    """``listed(items)`` once, then ``changed(type, object)`` per ADDED, MODIFIED or DELETED event;
+    with ``slim``, of what it keeps of each object.
 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like). A watch that times
     out goes on from the last resourceVersion seen (bookmarks keep it fresh); an expired one
@@ -83,7 +105,7 @@ async def follow(
     while True:
         try:
             if version is None:
-                items, version = await list_objects(lister, **params)
+                items, version = await list_objects(lister, slim, **params)
                 listed(items)
                 outage.ok()
                 backoff = RETRY_FIRST
@@ -109,7 +131,7 @@ async def follow(
                         raise WatchError(status.get("code"), status.get("message"))
                     version = event["object"]["metadata"].get("resourceVersion") or version
                     if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        changed(event["type"], event["object"])
+                        changed(event["type"], slim(event["object"]) if slim else event["object"])
             finally:
                 response.release()
         except asyncio.CancelledError:

@@ -1,14 +1,17 @@
 """The operators' one layer that talks to the Kubernetes API (besides Kopf's own watches and the
 shared toposched.kube helpers)."""
 
+import copy
+import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from kubernetes_asyncio import client
 
 from toposched.apis.meta import KubeObject
-from toposched.kube.watch import follow
+from toposched.kube.watch import Slim, follow
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +86,26 @@ async def follow_nodes(
     api: client.ApiClient,
     listed: Callable[[list[dict[str, Any]]], None],
     changed: Callable[[str, dict[str, Any]], None],
+    slim: Slim | None = None,
 ) -> None:
     """Every Node, listed and then watched: not through Kopf, which runs a worker and a full
     handler cycle per object; with thousands of nodes their status heartbeats alone kept it from
-    reaching any other handler."""
-    await follow(client.CoreV1Api(api).list_node, listed, changed, "nodes")
+    reaching any other handler. ``slim`` keeps what the caller needs of each node."""
+    await follow(client.CoreV1Api(api).list_node, listed, changed, "nodes", slim)
+
+
+def kept_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an object for an index, without what no handler reads: ``managedFields`` and
+    kubectl's last-applied copy of the whole object (per object, often the larger part)."""
+    kept = copy.deepcopy(dict(body))
+    metadata = kept.get("metadata") or {}
+    metadata.pop("managedFields", None)
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    return kept
+
+
+def digest(obj: Any) -> bytes:
+    """A short fingerprint of a JSON-able object (a status as last written), to compare with."""
+    return hashlib.blake2b(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()

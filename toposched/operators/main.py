@@ -56,7 +56,8 @@ async def start(
     )
     memo["networktopology_reconciler"] = nt
     runtime.tasks.append(asyncio.create_task(nt.resync_forever()))
-    runtime.tasks.append(asyncio.create_task(k8s.follow_nodes(runtime.api, nt.listed_nodes, nt.node_event)))
+    nodes = k8s.follow_nodes(runtime.api, nt.listed_nodes, nt.node_event, networktopology_handlers.node_slim)
+    runtime.tasks.append(asyncio.create_task(nodes))
 
     async def elected() -> None:
         await memo["appgroup_reconciler"].reconcile_all()

@@ -72,6 +72,23 @@ def test_parse_quantity(text: str | int, value: Decimal) -> None:
     assert parse_quantity(text) == value
 
 
+# What the official client library's parser (kubernetes.utils.quantity, v35) returns for each.
+CLIENT_VECTORS = {
+    "1n": "1E-9", "1u": "0.000001", "1m": "0.001", "1": "1", "1k": "1000", "1M": "1000000",
+    "1G": "1000000000", "1T": "1000000000000", "1P": "1000000000000000",
+    "1Ki": "1024", "1Mi": "1048576", "1Gi": "1073741824", "1Ti": "1099511627776",
+    "1Pi": "1125899906842624", "1.5Gi": "1610612736.0", "0.5m": "0.0005", "100Mi": "104857600",
+    "1500m": "1.500", "10e3": "1.0E+4", "1E3": "1E+3", "2e-3": "0.002", ".5k": "500.0", "5.": "5",
+    "+1Ki": "1024", "-1m": "-0.001", "123456789n": "0.123456789",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "exact"), CLIENT_VECTORS.items(), ids=list(CLIENT_VECTORS))
+def test_parse_quantity_agrees_with_the_client_library(text: str, exact: str) -> None:
+    """The same value and the same Decimal spelling (precision), suffix by suffix."""
+    assert str(parse_quantity(text)) == exact
+
+
 @pytest.mark.parametrize("text", ["ten", "1Qi", "", "1.2.3"], ids=["word", "bad-suffix", "empty", "two-dots"])
 def test_bad_quantity_is_a_clear_error(text: str) -> None:
     with pytest.raises(ValueError, match="is not a Kubernetes quantity"):

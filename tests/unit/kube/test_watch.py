@@ -1,6 +1,7 @@
 """List-then-watch against a scripted apiserver: errors are never data, backoff resets on a good list."""
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -110,3 +111,40 @@ async def test_backoff_resets_after_a_good_list(caplog: pytest.LogCaptureFixture
         "watch of things works again",
     ]
     assert not any(r.exc_info for r in caplog.records)
+
+
+def page(*names: str, token: str = "", version: str = "7") -> Response:
+    metadata = {"resourceVersion": version, **({"continue": token} if token else {})}
+    items = [{"metadata": {"name": n, "labels": {"big": "x" * 100}}} for n in names]
+    return Response(200, {"kind": "List", "metadata": metadata, "items": items})
+
+
+class Pager:
+    """Answers list calls from a script and records each call's limit and continue token."""
+
+    def __init__(self, *pages: Response) -> None:
+        self.pages = list(pages)
+        self.asked: list[tuple[Any, Any]] = []
+
+    async def __call__(self, **params: Any) -> Response:
+        self.asked.append((params.get("limit"), params.get("_continue")))
+        return self.pages.pop(0)
+
+
+def names_only(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": obj["metadata"]["name"]}}
+
+
+async def test_a_list_arrives_page_by_page_and_is_slimmed_as_it_comes() -> None:
+    pager = Pager(page("a", "b", token="t1"), page("c", token="t2"), page("d"))
+    items, version = await watch.list_objects(pager, names_only, label_selector="x")
+    assert items == [{"metadata": {"name": n}} for n in "abcd"]
+    assert version == "7"
+    assert pager.asked == [(watch.PAGE, None), (watch.PAGE, "t1"), (watch.PAGE, "t2")]
+
+
+async def test_a_failed_page_fails_the_whole_list() -> None:
+    """An expired continue token (410) half-way: never a partial list taken for the whole."""
+    expired = Response(410, {"kind": "Status", "code": 410, "message": "continue token expired"})
+    with pytest.raises(watch.ListError, match=re.escape("HTTP 410: 'continue token expired'")):
+        await watch.list_objects(Pager(page("a", token="t1"), expired))

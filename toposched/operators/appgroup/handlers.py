@@ -5,7 +5,6 @@ the object should have; write it if it differs". Nothing is stored on the user's
 (no Kopf annotations, no finalizers, no spec writes), and a restart simply recomputes.
 """
 
-import copy
 import logging
 import time
 from collections import Counter
@@ -40,7 +39,7 @@ Key = tuple[str, str]  # (namespace, name)
 
 @kopf.index(*RESOURCE)
 def appgroup_bodies(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, dict[str, Any]]:
-    return {(namespace or "", name): copy.deepcopy(dict(body))}
+    return {(namespace or "", name): k8s.kept_body(body)}
 
 
 @kopf.index("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
@@ -60,7 +59,7 @@ class AppGroupReconciler:
         self.pods = pods
         self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
         # Last status written per object uid: an index may lag our own write by one event.
-        self.last_written: dict[str, dict[str, Any]] = {}
+        self.last_written: dict[str, bytes] = {}
         self.ready: dict[str, tuple[str, str]] = {}
         self.invalid: dict[str, str] = {}
         """uid -> the InvalidSpec message last reported for an AppGroup that cannot be read."""
@@ -88,13 +87,14 @@ class AppGroupReconciler:
         desired = result.status.to_dict()
         current = appgroup.status.to_dict() if appgroup.status else {}
         uid = str(appgroup.metadata.get("uid"))
-        if desired != current and desired != self.last_written.get(uid):
+        written = k8s.digest(desired)
+        if desired != current and written != self.last_written.get(uid):
             try:
                 await k8s.patch_status(self.runtime.api, AppGroup, key[0], key[1], desired)
             except Exception as exc:
                 metrics.RECONCILE_ERRORS.labels("AppGroup", type(exc).__name__).inc()
                 raise
-            self.last_written[uid] = desired
+            self.last_written[uid] = written
             metrics.STATUS_WRITES.labels("AppGroup").inc()
             for warning in result.warnings:
                 logger.warning("AppGroup %s/%s: %s", key[0], key[1], warning.message)

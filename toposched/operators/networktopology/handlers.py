@@ -7,7 +7,6 @@ Writes happen only when the result differs, so the operator's own write ends the
 """
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Hashable, Iterable
@@ -54,7 +53,7 @@ Key = tuple[str, str]
 
 @kopf.index(*RESOURCE)
 def networktopology_bodies(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, dict[str, Any]]:
-    return {(namespace or "", name): copy.deepcopy(dict(body))}
+    return {(namespace or "", name): k8s.kept_body(body)}
 
 
 class NetworkTopologyReconciler:
@@ -268,6 +267,16 @@ async def configmap_event(namespace: str | None, name: str, memo: Any, **_: Any)
 async def placement_event(event: kopf.RawEvent, uid: str, spec: kopf.Spec, memo: Any, **_: Any) -> None:
     """bandwidthAllocated follows placements: poke when a member pod is bound, moved or gone."""
     reconciler(memo).placement_changed(uid, None if event["type"] == "DELETED" else spec.get("nodeName"))
+
+
+def node_slim(body: dict[str, Any]) -> dict[str, Any]:
+    """What costs depend on of a node (its name, labels and capacity): thousands of full Node
+    objects, with their images and conditions, are not kept in memory."""
+    meta = body.get("metadata") or {}
+    return {
+        "metadata": {"name": meta.get("name", ""), "labels": meta.get("labels") or {}},
+        "status": {"capacity": (body.get("status") or {}).get("capacity") or {}},
+    }
 
 
 def _node_info(body: dict[str, Any]) -> NodeInfo:

@@ -279,10 +279,17 @@ def summary(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | N
             "topologyAffinityErrors": run.errors(),
             "admitted": run.running(),
             "networkCost": sum(c for c in costs[name].values() if c is not None),
-            "pods": {w: {"node": p.node, "numa": list(p.numa), "kubelet": p.verdict} for w, p in run.pods.items()},
+            "pods": {w: _pod_summary(p) for w, p in run.pods.items()},
         }
         for name, run in runs.items()
     }
+
+
+def _pod_summary(p: Placed) -> dict[str, Any]:
+    out: dict[str, Any] = {"node": p.node, "numa": list(p.numa), "kubelet": p.verdict}
+    if p.verdict not in ("running", "admitted") and p.message:
+        out["message"] = p.message  # the kubelet's reason, for whoever reads a rejection
+    return out
 
 
 # main -------------------------------------------------------------------------------------

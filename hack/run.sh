@@ -21,6 +21,11 @@ step "CRDs (from crds/)"
 "${kubectl[@]}" wait --for=condition=Established --timeout=60s -f "$repo/crds/"
 
 step "examples (from examples/): kwok nodes over two regions, latencies, an AppGroup, a NetworkTopology"
+# A namespace an earlier run's clean-up is still deleting takes no new objects: let it go first.
+if [[ $("${kubectl[@]}" get namespace "$namespace" -o 'jsonpath={.status.phase}' 2>/dev/null) == Terminating ]]; then
+  echo "namespace $namespace is being deleted; waiting (at most 120 s)"
+  "${kubectl[@]}" wait --for=delete --timeout=120s "namespace/$namespace"
+fi
 "${kubectl[@]}" create namespace "$namespace" --dry-run=client -o yaml | "${kubectl[@]}" apply -f -
 "${kubectl[@]}" apply --server-side -f "$repo/examples/nodes.yaml"
 "${kubectl[@]}" apply --server-side -n "$namespace" -f "$repo/examples/"

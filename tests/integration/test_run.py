@@ -6,6 +6,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,8 +48,19 @@ def test_run_shows_the_order_the_costs_and_why(kubeconfig: Path) -> None:
     assert re.search(r"^frontend\s+3\s+numa-\d\s+us-(west|east)-1/z\d\s+[01]\s+(running|admitted)", out, re.M)
     assert re.search(r"^summed network cost\s+\d+\s+\d+", out, re.M)
     figures = json.loads((REPO / ".cluster" / "demo.json").read_text())
-    assert figures["toposched"]["topologyAffinityErrors"] == 0, figures["toposched"]
+    assert figures["toposched"]["topologyAffinityErrors"] == 0, _rejections(figures["toposched"], out)
     assert figures["toposched"]["admitted"] == len(figures["toposched"]["pods"]) == 11
     assert figures["plain"]["admitted"] + figures["plain"]["topologyAffinityErrors"] <= 11
     assert "The operators, the exporters and both schedulers have stopped" in out
     assert "toposched explain --pod pod.yaml" in out
+
+
+def _rejections(figures: dict[str, Any], out: str) -> str:
+    """The pods the kubelets turned down, and what the extender logged about them."""
+    rejected = {w: p for w, p in figures["pods"].items() if p["kubelet"] not in ("running", "admitted")}
+    lines = [f"{w}: {p}" for w, p in rejected.items()]
+    found = re.search(r"logs in (\S+)", out)
+    log = Path(found.group(1)) / "extender-toposched.log" if found else None
+    if log is not None and log.is_file():
+        lines += ["extender log (tail):", *log.read_text(errors="replace").splitlines()[-60:]]
+    return "\n".join([*lines, out[-3000:]])

@@ -64,11 +64,16 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"with toposched vs {net['plain']['total_cost']['median']:.0f} alone (ratio {ratio:.2f})."
         )
     for size, sc in (results.get("scale") or {}).items():
+        if "plain" not in sc:  # a results file from before the repeated runs
+            continue
+        tp, alone, sp = sc["toposched"], sc["plain"], sc.get("sp-numa")
         lines.append(
-            f"- {size} nodes: {sc['pods_per_second_with_extender']} vs {sc['pods_per_second_alone']} pods/s "
-            f"(ratio {sc['throughput_ratio']}); creation -> bound p99 "
-            f"{sc['latency_with_extender']['latency_ms']['p99']:.0f} vs "
-            f"{sc['latency_alone']['latency_ms']['p99']:.0f} ms."
+            f"- {size} nodes, median of {sc['repeats']} runs: {tp['pods_per_second']['median']:g} pods/s with "
+            f"toposched vs {alone['pods_per_second']['median']:g} alone (ratio {_range(tp['throughput_ratio'])})"
+            + (f", {sp['pods_per_second']['median']:g} with scheduler-plugins" if sp else "")
+            + f"; creation -> bound p99 {tp['stream_p99_ms']['median']:.0f} vs "
+            + f"{alone['stream_p99_ms']['median']:.0f} ms"
+            + (f" ({sp['stream_p99_ms']['median']:.0f} ms with scheduler-plugins)." if sp else ".")
         )
     sh = results.get("schedhook")
     if sh:
@@ -286,32 +291,39 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
 
 
 def scale(results: dict[str, Any], plots: Path) -> list[str]:
-    sizes = results.get("scale") or {}
+    sizes = {k: v for k, v in (results.get("scale") or {}).items() if "plain" in v}
     if not sizes:
         return []
     lines = [
         "## Scale",
         "",
-        "Throughput from a backlog (pods created before the scheduler starts); latency of a paced stream.",
+        "Throughput from a backlog (pods created before the scheduler starts) and creation -> bound",
+        "latency of a paced stream, on kwok nodes with static two-NUMA NRTs. The schedulers take turns",
+        "run after run; each figure is the median over the runs (min-max), each ratio is a run's rate",
+        "against kube-scheduler alone's run just before it.",
         "",
-        "| nodes | pods | alone pods/s | with extender pods/s | ratio | stream p99 ms alone | with extender |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| nodes | backlog pods | stream pods/s | runs | scheduler | pods/s | ratio to alone | stream median ms "
+        "| stream p99 ms |",
+        "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for size, sc in sizes.items():
-        lines.append(
-            f"| {size} | {sc['backlog_pods']} | {sc['pods_per_second_alone']} | {sc['pods_per_second_with_extender']} "
-            f"| {sc['throughput_ratio']} | {sc['latency_alone']['latency_ms']['p99']:.0f} "
-            f"| {sc['latency_with_extender']['latency_ms']['p99']:.0f} |"
-        )
-        for key, name in (("latency_alone", "plain"), ("latency_with_extender", "toposched")):
-            values = sc[key]["latencies_ms"]
+        for name in sc["schedulers"]:
+            r = sc[name]
+            ratio = _range(r["throughput_ratio"]) if "throughput_ratio" in r else "1"
+            lines.append(
+                f"| {size} | {sc['backlog_pods']} | {sc['stream_rate_per_second']:g} | {sc['repeats']} "
+                f"| {LABELS[name]} | {_range(r['pods_per_second'])} | {ratio} "
+                f"| {_range(r['stream_median_ms'], '{:.0f}')} | {_range(r['stream_p99_ms'], '{:.0f}')} |"
+            )
+            values = r["latencies_ms"]
             ys = [(i + 1) / len(values) for i in range(len(values))]
-            ax.plot(values, ys, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
-    ax.set_xlabel("creation -> bound (ms)")
+            style = "-" if size == next(iter(sizes)) else "--"
+            ax.plot(values, ys, style, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
+    ax.set_xlabel("creation -> bound (ms), the run with the median p99")
     ax.set_ylabel("fraction of pods")
     ax.set_xscale("log")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(plots / "latency.png", dpi=110)
     plt.close(fig)
@@ -326,7 +338,7 @@ def scale(results: dict[str, Any], plots: Path) -> list[str]:
         lines.append(f"| extender, {size} nodes with NRTs | {sc['footprint']['extender']['rss_mib']} MiB RSS |")
         for verb, v in sorted(sc.get("extender_requests", {}).items()):
             lines.append(
-                f"| extender {verb} during the backlog, mean (p99 bucket) "
+                f"| extender {verb} during the last backlog, mean (p99 bucket) "
                 f"| {v['mean_ms']} ms (<= {v['p99_le_ms']} ms) |"
             )
     return [*lines, ""]

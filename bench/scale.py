@@ -1,8 +1,10 @@
 """Scale and footprint on kwok nodes with two-NUMA NRTs.
 
-Scale: kube-scheduler alone vs with the toposched extender, the same binary and client limits.
-Throughput from a backlog (pods exist before the scheduler starts; (pods - 1) / (last bind -
-first bind)) and creation -> bound latency of a paced stream (the scheduler already running).
+Scale: kube-scheduler alone, with the toposched extender (the same binary and client limits), and
+scheduler-plugins' NUMA profile. Throughput from a backlog (pods exist before the scheduler
+starts; (pods - 1) / (last bind - first bind)) and creation -> bound latency of a paced stream
+(the scheduler already running). The schedulers take turns, run after run, so a slow spell of
+the machine falls on each of them; figures are medians with their ranges.
 
 Footprint, on the same nodes: the operator's RSS once it has computed the status of many
 AppGroups (and watches every node, as the NetworkTopology side does), the extender's RSS.
@@ -18,10 +20,11 @@ from typing import Any
 
 import psutil
 
+from bench import scheduler_plugins
 from bench.appgroup_sort import random_dag_spec
 from bench.harness import Bound, Harness, NodeSpec
 from bench.stats import percentile
-from bench.throughput import backlog, pod_body
+from bench.throughput import backlog, pod_body, start
 from testkit.cluster import OperatorProcess
 from testkit.nrt import nrt
 from toposched.apis.appgroup import AppGroup
@@ -32,10 +35,7 @@ async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str) -
     namespace = f"lat-{scheduler}-{tag}"
     await h.namespace(namespace)
     try:
-        if scheduler == "plain":
-            h.start_plain()
-        else:
-            await h.start_toposched()
+        await start(h, scheduler)
         await asyncio.sleep(3)
         bodies = [pod_body(i, scheduler, tag) for i in range(pods)]
         binds: dict[str, Bound] = {}
@@ -118,7 +118,16 @@ async def extender_footprint(h: Harness) -> dict[str, Any]:
         h.stop_all()
 
 
-async def scale(h: Harness, nodes: int, pods: int, stream_pods: int, rate: float, appgroups: int) -> dict[str, Any]:
+SCHEDULERS = ("plain", "toposched", scheduler_plugins.NUMA)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+async def scale(
+    h: Harness, nodes: int, pods: int, stream_pods: int, rate: float, appgroups: int, repeats: int
+) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:6]
     rng = random.Random(11)
     specs = [
@@ -128,30 +137,49 @@ async def scale(h: Harness, nodes: int, pods: int, stream_pods: int, rate: float
     started = time.monotonic()
     await h.create_nodes(specs, tag)
     created_in = time.monotonic() - started
+    backlogs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
+    streams: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
     try:
-        alone = await backlog(h, "plain", pods, tag)
-        with_extender = await backlog(h, "toposched", pods, tag)
-        latency_alone = await stream(h, "plain", stream_pods, rate, tag)
-        latency_extender = await stream(h, "toposched", stream_pods, rate, tag)
+        for repeat in range(repeats):
+            for scheduler in SCHEDULERS:
+                backlogs[scheduler].append(await backlog(h, scheduler, pods, f"{tag}-{repeat}"))
+        for repeat in range(repeats):
+            for scheduler in SCHEDULERS:
+                streams[scheduler].append(await stream(h, scheduler, stream_pods, rate, f"{tag}-{repeat}"))
         footprint = {
             "operator": await operator_footprint(h, appgroups, h.work / "operator.log"),
             "extender": await extender_footprint(h),
         }
     finally:
         await h.delete_nodes(s.name for s in specs)
-    return {
+    out: dict[str, Any] = {
         "nodes": nodes,
         "nodes_created_seconds": round(created_in, 1),
         "backlog_pods": pods,
-        "pods_per_second_alone": alone["pods_per_second"],
-        "pods_per_second_with_extender": with_extender["pods_per_second"],
-        "throughput_ratio": round(with_extender["pods_per_second"] / alone["pods_per_second"], 2),
-        "extender_requests": with_extender.get("extender", {}),
         "stream_pods": stream_pods,
-        "latency_alone": latency_alone,
-        "latency_with_extender": latency_extender,
+        "stream_rate_per_second": rate,
+        "repeats": repeats,
+        "schedulers": list(SCHEDULERS),
         "footprint": footprint,
     }
+    for scheduler in SCHEDULERS:
+        rates = [b["pods_per_second"] for b in backlogs[scheduler]]
+        p99s = [r["latency_ms"]["p99"] for r in streams[scheduler]]
+        medians = [r["latency_ms"]["median"] for r in streams[scheduler]]
+        middle = sorted(streams[scheduler], key=lambda r: r["latency_ms"]["p99"])[len(p99s) // 2]
+        out[scheduler] = {
+            "pods_per_second": _spread(rates),
+            "stream_p99_ms": _spread(p99s),
+            "stream_median_ms": _spread(medians),
+            "latencies_ms": middle["latencies_ms"],  # the run with the median p99, for the CDF
+        }
+    # Each run's ratio against kube-scheduler alone's run just before it (the same machine state).
+    alone = [b["pods_per_second"] for b in backlogs["plain"]]
+    for scheduler in SCHEDULERS[1:]:
+        ratios = [b["pods_per_second"] / a for b, a in zip(backlogs[scheduler], alone, strict=True) if a]
+        out[scheduler]["throughput_ratio"] = _spread([round(r, 2) for r in ratios])
+    out["extender_requests"] = backlogs["toposched"][-1].get("extender", {})
+    return out
 
 
 def run(kubeconfig: Path, work: Path, full: bool = False) -> dict[str, Any]:
@@ -159,7 +187,7 @@ def run(kubeconfig: Path, work: Path, full: bool = False) -> dict[str, Any]:
         async with Harness(kubeconfig, work) as h:
             if full:
                 sizes = [(1000, 10_000, 1000, 1000), (5000, 10_000, 1000, 1000)]
-                return {str(n): await scale(h, n, p, s, 40.0, a) for n, p, s, a in sizes}
-            return {"1000": await scale(h, 1000, 1000, 200, 20.0, 200)}
+                return {str(n): await scale(h, n, p, s, 40.0, a, repeats=3) for n, p, s, a in sizes}
+            return {"1000": await scale(h, 1000, 1000, 200, 20.0, 200, repeats=3)}
 
     return asyncio.run(main())

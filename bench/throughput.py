@@ -1,7 +1,8 @@
-"""Scheduling throughput: kube-scheduler alone vs kube-scheduler + the toposched extender.
+"""Scheduling throughput: kube-scheduler alone, kube-scheduler + the toposched extender, and
+scheduler-plugins' NUMA profile (``sp-numa``).
 
-The same kube-scheduler binary and client limits (the defaults) run one after the other against
-the same kwok nodes (with two-NUMA NRTs). Each run starts from a backlog: the pods exist before
+The schedulers, each with its default client limits, run one after the other against the same
+kwok nodes (with two-NUMA NRTs). Each run starts from a backlog: the pods exist before
 the scheduler does, so pod creation and scheduler start-up are not measured. Throughput is
 (pods - 1) / (last bind - first bind), binds seen through a watch.
 """
@@ -14,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench import scheduler_plugins
 from bench.harness import Bound, Harness, NodeSpec, scrape
 from testkit.nrt import nrt
 from testkit.paths import REPO
@@ -46,11 +48,7 @@ async def backlog(h: Harness, scheduler: str, pods: int, tag: str, within: float
         await h.create_pods(namespace, [pod_body(i, scheduler, tag) for i in range(pods)])
         binds: dict[str, Bound] = {}
         watcher = asyncio.create_task(h.watch_binds(namespace, pods, within, binds))
-        metrics = None
-        if scheduler == "plain":
-            h.start_plain()
-        else:
-            metrics = await h.start_toposched()
+        metrics = await start(h, scheduler)
         await watcher
         out: dict[str, Any] = {"pods_per_second": round(rate(binds), 1)}
         if metrics is not None:
@@ -59,6 +57,18 @@ async def backlog(h: Harness, scheduler: str, pods: int, tag: str, within: float
     finally:
         h.stop_all()
         await h.delete_namespace(namespace)
+
+
+async def start(h: Harness, scheduler: str) -> int | None:
+    """Start ``scheduler`` (plain, toposched or sp-numa); the extender's metrics port, if any."""
+    if scheduler == "plain":
+        h.start_plain()
+    elif scheduler == scheduler_plugins.NUMA:
+        config = scheduler_plugins.numa_config(str(h.kubeconfig))  # as in the NUMA scenarios
+        h.start_scheduler(await asyncio.to_thread(scheduler_plugins.binary), config, scheduler_plugins.NUMA)
+    else:
+        return await h.start_toposched()
+    return None
 
 
 async def _measure(kubeconfig: Path, nodes: int, pods: int) -> dict[str, Any]:

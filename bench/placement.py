@@ -488,8 +488,8 @@ NETWORK_SCHEDULERS = ("plain", "toposched", scheduler_plugins.NETWORK)
 
 async def numa_scenarios(h: Harness, full: bool) -> dict[str, Any]:
     # About 4.5 pods per node: CPU requests reach the cluster's capacity, so zones fragment.
-    # Quick: one run each; the real kubelet nodes (bench/realnodes.py) now carry the headline.
-    nodes, pods, repeats = (300, 1350, 5) if full else (40, 180, 1)
+    # Quick: three runs each, for medians; the real kubelet nodes (bench/realnodes.py) carry the headline.
+    nodes, pods, repeats = (300, 1350, 5) if full else (40, 180, 3)
     common: dict[str, Any] = {"nodes": nodes, "pods": pods, "repeats": repeats, "schedulers": NUMA_SCHEDULERS}
     stream: dict[str, Any] = {"refresh": 1.0, "burst": 10, "interval": 0.25}
     return {

@@ -30,9 +30,10 @@ from testkit.nrt import nrt
 from toposched.apis.appgroup import AppGroup
 
 
-async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str) -> dict[str, Any]:
-    """Pods created at ``rate`` per second with the scheduler running: creation -> bound latencies."""
-    namespace = f"lat-{scheduler}-{tag}"
+async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str, repeat: int = 0) -> dict[str, Any]:
+    """Pods created at ``rate`` per second with the scheduler running (onto the nodes labelled
+    ``tag``): creation -> bound latencies."""
+    namespace = f"lat-{scheduler}-{tag}-{repeat}"
     await h.namespace(namespace)
     try:
         await start(h, scheduler)
@@ -142,10 +143,10 @@ async def scale(
     try:
         for repeat in range(repeats):
             for scheduler in SCHEDULERS:
-                backlogs[scheduler].append(await backlog(h, scheduler, pods, f"{tag}-{repeat}"))
+                backlogs[scheduler].append(await backlog(h, scheduler, pods, tag, repeat=repeat))
         for repeat in range(repeats):
             for scheduler in SCHEDULERS:
-                streams[scheduler].append(await stream(h, scheduler, stream_pods, rate, f"{tag}-{repeat}"))
+                streams[scheduler].append(await stream(h, scheduler, stream_pods, rate, tag, repeat))
         footprint = {
             "operator": await operator_footprint(h, appgroups, h.work / "operator.log"),
             "extender": await extender_footprint(h),

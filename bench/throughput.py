@@ -40,9 +40,12 @@ def rate(binds: dict[str, Bound]) -> float:
     return (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
 
 
-async def backlog(h: Harness, scheduler: str, pods: int, tag: str, within: float = 900) -> dict[str, Any]:
-    """Pods/s of one scheduler draining ``pods`` pending pods (and the extender's figures)."""
-    namespace = f"tp-{scheduler}-{tag}"
+async def backlog(
+    h: Harness, scheduler: str, pods: int, tag: str, within: float = 900, repeat: int = 0
+) -> dict[str, Any]:
+    """Pods/s of one scheduler draining ``pods`` pending pods onto the nodes labelled ``tag`` (and
+    the extender's figures)."""
+    namespace = f"tp-{scheduler}-{tag}-{repeat}"
     await h.namespace(namespace)
     try:
         await h.create_pods(namespace, [pod_body(i, scheduler, tag) for i in range(pods)])

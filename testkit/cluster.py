@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +33,30 @@ async def wait_for(probe: Callable[[], Awaitable[T | None]], within: float = 30,
             return last
         await asyncio.sleep(0.1)
     raise AssertionError(f"timed out after {within}s waiting for {what} (last: {last!r})")
+
+
+def appgroup_body(
+    name: str, workloads: Mapping[str, Sequence[str]], min_bandwidth: str | None = None
+) -> dict[str, Any]:
+    """An AppGroup of Deployments (selector = name): workload -> the workloads it depends on,
+    each dependency with ``min_bandwidth`` when given."""
+
+    def info(w: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": w, "selector": w}
+
+    def dependency(w: str) -> dict[str, Any]:
+        return {"workload": info(w), **({"minBandwidth": min_bandwidth} if min_bandwidth else {})}
+
+    items = [
+        {"workload": info(w), **({"dependencies": [dependency(d) for d in deps]} if deps else {})}
+        for w, deps in workloads.items()
+    ]
+    return {
+        "apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}",
+        "kind": "AppGroup",
+        "metadata": {"name": name},
+        "spec": {"numMembers": len(items), "workloads": items},
+    }
 
 
 async def get_appgroup(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from testkit.cluster import skip_or_fail, wait_default_service_account, wait_for
+from testkit.cluster import appgroup_body, skip_or_fail, wait_default_service_account, wait_for
 from testkit.paths import REPO
 from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, scheduled_pod, workload_pod
 from testkit.realnode.exporter import nrt_differences
@@ -166,26 +166,6 @@ def secret_data(release: Release, name: str) -> dict[str, str]:
     return data
 
 
-def chain(name: str) -> dict[str, Any]:
-    """backend <- frontend: frontend depends on backend."""
-
-    def info(s: str) -> dict[str, str]:
-        return {"kind": "Deployment", "name": s, "selector": s}
-
-    return {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {"name": name},
-        "spec": {
-            "numMembers": 2,
-            "workloads": [
-                {"workload": info("frontend"), "dependencies": [{"workload": info("backend")}]},
-                {"workload": info("backend")},
-            ],
-        },
-    }
-
-
 async def test_the_chart_runs_on_real_nodes(api: client.ApiClient, namespace: str, release: Release) -> None:
     try:
         await scenario(api, namespace, release)
@@ -242,9 +222,8 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
 
     # An AppGroup: the release's operator writes its order, its webhook gates the pods (created in
     # the wrong order), its gate controller releases them in that order.
-    await custom.create_namespaced_custom_object(
-        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain("shop")
-    )
+    shop = appgroup_body("shop", {"frontend": ["backend"], "backend": []})
+    await custom.create_namespaced_custom_object("appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", shop)
 
     async def ordered() -> list[str] | None:
         group = await custom.get_namespaced_custom_object(

@@ -10,6 +10,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from testkit.cluster import (
+    appgroup_body,
     crd_without_bounds,
     create_accepted,
     ensure_kwok_node,
@@ -252,19 +253,7 @@ async def test_bandwidth_allocated_follows_placements(
 
 def shop(name: str, bandwidth: str) -> dict[str, Any]:
     """web depends on db with ``bandwidth``."""
-    web, db = ({"kind": "Deployment", "name": w, "selector": w} for w in ("web", "db"))
-    return {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {"name": name},
-        "spec": {
-            "numMembers": 2,
-            "workloads": [
-                {"workload": web, "dependencies": [{"workload": db, "minBandwidth": bandwidth}]},
-                {"workload": db},
-            ],
-        },
-    }
+    return appgroup_body(name, {"web": ["db"], "db": []}, min_bandwidth=bandwidth)
 
 
 async def place(api: client.ApiClient, namespace: str, appgroup: str, pods: list[tuple[str, str, str]]) -> None:

@@ -28,6 +28,7 @@ import yaml
 from bench import optimum, scheduler_plugins
 from bench.harness import Harness, NodeSpec, SetupError
 from bench.realnodes import real_numa_scenarios
+from bench.stats import spread
 from testkit.paths import EXAMPLES
 from testkit.simulated_kubelet import GPU, Node, two_numa
 from toposched.apis.appgroup import AppGroup
@@ -157,10 +158,6 @@ async def numa_run(
     return run
 
 
-def _spread(values: Sequence[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 async def numa_scenario(
     h: Harness,
     *,
@@ -205,14 +202,14 @@ async def numa_scenario(
     }
     zones = [template[n].zones for n in names]
     yardsticks = [packed(zones, numa_pods(pods, "any", tag, seed=repeat)) for repeat in range(repeats)]
-    out["bound"] = _spread([float(b) for b, _ in yardsticks])
-    out["offline_packing"] = _spread([float(p) for _, p in yardsticks])
+    out["bound"] = spread([float(b) for b, _ in yardsticks])
+    out["offline_packing"] = spread([float(p) for _, p in yardsticks])
     for scheduler, results in runs.items():
         out[scheduler] = {
-            "topology_affinity_errors": _spread([r.errors for r in results]),
-            "placed": _spread([r.placed for r in results]),
-            "pending": _spread([r.pending for r in results]),
-            "seconds": _spread([round(r.seconds, 2) for r in results]),
+            "topology_affinity_errors": spread([r.errors for r in results]),
+            "placed": spread([r.placed for r in results]),
+            "pending": spread([r.pending for r in results]),
+            "seconds": spread([round(r.seconds, 2) for r in results]),
             "errors_per_run": [r.errors for r in results],
             "unschedulable_example": next((m for r in results for m in r.unschedulable_messages.values()), ""),
         }
@@ -471,9 +468,9 @@ async def network_scenario(h: Harness, *, nodes_per_zone: int, replicas: int, re
     out["optimum"]["exhaustive_check"] = problems or "agrees with exhaustive search on 4 tiny instances"
     for scheduler, results in runs.items():
         out[scheduler] = {
-            "total_cost": _spread([r["total"] for r in results]),
-            "max_pair_cost": _spread([r["max"] for r in results]),
-            "pending": _spread([r["pending"] for r in results]),
+            "total_cost": spread([r["total"] for r in results]),
+            "max_pair_cost": spread([r["max"] for r in results]),
+            "pending": spread([r["pending"] for r in results]),
             "pair_costs": [c for r in results for c in r["pair_costs"]],
             "per_edge_last_run": results[-1]["per_edge"],
         }

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from bench import scheduler_plugins
 from bench.harness import BENCH_LABEL, Harness, SetupError
-from bench.stats import summary
+from bench.stats import spread, summary
 from testkit.realnode import (
     KubeletSettings,
     RealNode,
@@ -343,10 +343,6 @@ def _simulated_node(node: RealNode) -> SimulatedNode:
     return SimulatedNode(node.name, node.settings.topology_manager_policy, zones, node.settings.topology_manager_scope)
 
 
-def _spread(values: Sequence[float]) -> dict[str, float]:
-    return {"median": sorted(values)[len(values) // 2], "min": min(values), "max": max(values)}
-
-
 async def real_scenario(
     h: Harness,
     pool: Pool,
@@ -383,12 +379,12 @@ async def real_scenario(
     }
     for scheduler, results in runs.items():
         out[scheduler] = {
-            "topology_affinity_errors": _spread([r.errors for r in results]),
-            "placed": _spread([r.admitted for r in results]),
-            "running_at_end": _spread([r.running for r in results]),
-            "pending": _spread([r.pending for r in results]),
-            "undecided": _spread([r.undecided for r in results]),
-            "seconds": _spread([round(r.seconds, 2) for r in results]),
+            "topology_affinity_errors": spread([r.errors for r in results]),
+            "placed": spread([r.admitted for r in results]),
+            "running_at_end": spread([r.running for r in results]),
+            "pending": spread([r.pending for r in results]),
+            "undecided": spread([r.undecided for r in results]),
+            "seconds": spread([round(r.seconds, 2) for r in results]),
             "errors_per_run": [r.errors for r in results],
             "rejection_reasons": _merge([r.reasons for r in results]),
             "zone_mismatches": sum(r.zone_mismatches for r in results),

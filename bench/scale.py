@@ -23,7 +23,7 @@ import psutil
 from bench import scheduler_plugins
 from bench.appgroup_sort import random_dag_spec
 from bench.harness import Bound, Harness, NodeSpec
-from bench.stats import percentile
+from bench.stats import percentile, spread
 from bench.throughput import backlog, pod_body, start
 from testkit.cluster import OperatorProcess
 from testkit.nrt import nrt
@@ -122,10 +122,6 @@ async def extender_footprint(h: Harness) -> dict[str, Any]:
 SCHEDULERS = ("plain", "toposched", scheduler_plugins.NUMA)
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 async def scale(
     h: Harness, nodes: int, pods: int, stream_pods: int, rate: float, appgroups: int, repeats: int
 ) -> dict[str, Any]:
@@ -169,16 +165,16 @@ async def scale(
         medians = [r["latency_ms"]["median"] for r in streams[scheduler]]
         middle = sorted(streams[scheduler], key=lambda r: r["latency_ms"]["p99"])[len(p99s) // 2]
         out[scheduler] = {
-            "pods_per_second": _spread(rates),
-            "stream_p99_ms": _spread(p99s),
-            "stream_median_ms": _spread(medians),
+            "pods_per_second": spread(rates),
+            "stream_p99_ms": spread(p99s),
+            "stream_median_ms": spread(medians),
             "latencies_ms": middle["latencies_ms"],  # the run with the median p99, for the CDF
         }
     # Each run's ratio against kube-scheduler alone's run just before it (the same machine state).
     alone = [b["pods_per_second"] for b in backlogs["plain"]]
     for scheduler in SCHEDULERS[1:]:
         ratios = [b["pods_per_second"] / a for b, a in zip(backlogs[scheduler], alone, strict=True) if a]
-        out[scheduler]["throughput_ratio"] = _spread([round(r, 2) for r in ratios])
+        out[scheduler]["throughput_ratio"] = spread([round(r, 2) for r in ratios])
     out["extender_requests"] = backlogs["toposched"][-1].get("extender", {})
     return out
 

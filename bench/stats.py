@@ -5,6 +5,11 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, min and max of a few runs' figures (the report prints them as ``median (min-max)``)."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def summary(values: Sequence[float], unit: str) -> dict[str, Any]:
     ordered = sorted(values)
     return {

@@ -7,7 +7,9 @@ zones the kubelet is predicted to use (annotation, and a reservation in the cach
 
 kube-scheduler binds asynchronously: the next pod's filter can arrive before the previous pod's
 bind. A filter therefore waits (up to ``bind_wait``) for the binds of pods that were answered
-with fitting nodes, so it sees their reservations; the bind reserves before it calls the API.
+with fitting nodes, so it sees their reservations; the bind reserves before it calls the API,
+and a node's binding calls go out one after another in the order of its reservations
+(``bindorder``), so the kubelet fills its zones in the predicted order.
 """
 
 import asyncio
@@ -29,6 +31,7 @@ from prometheus_client import Counter, Histogram
 
 from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube import events
+from toposched.schedhook.extender.bindorder import NodeBindOrder
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
@@ -73,6 +76,7 @@ class Extender:
         self.unbound: dict[str, float] = {}
         """Pods answered with fitting nodes whose bind has not arrived yet (uid -> when)."""
         self._bind_arrived = asyncio.Event()
+        self.bind_order = NodeBindOrder()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _evaluate(self, pod: dict[str, Any], names: list[str]) -> Results:
@@ -193,22 +197,32 @@ class Extender:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        error = ""
-        try:
-            response = await core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
-            body = await response.read()  # hands the connection back to the pool (else every bind opens one)
-            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
-                error = f"binding {namespace}/{name} to {node}: {response.status} {_status_message(body)}"
-        except client.ApiException as exc:
-            error = f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
-            error = f"binding {namespace}/{name} to {node}: the apiserver did not answer ({exc or type(exc).__name__})"
+        if annotations:  # zones predicted: the kubelet must see this node's bindings in this order
+            async with self.bind_order.turn(node):
+                error = await self._post_binding(core, binding)
+        else:
+            error = await self._post_binding(core, binding)
         if error:
             logger.warning(error)
             self.cache.release(uid)
             self.cache.not_binding(f"{namespace}/{name}")
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
+
+    async def _post_binding(self, core: client.CoreV1Api, binding: dict[str, Any]) -> str:
+        """The binding call; its failure as a message (kube-scheduler retries the pod), else ""."""
+        name, namespace = binding["metadata"]["name"], binding["metadata"]["namespace"]
+        node = binding["target"]["name"]
+        try:
+            response = await core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
+            body = await response.read()  # hands the connection back to the pool (else every bind opens one)
+            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
+                return f"binding {namespace}/{name} to {node}: {response.status} {_status_message(body)}"
+        except client.ApiException as exc:
+            return f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
+            return f"binding {namespace}/{name} to {node}: the apiserver did not answer ({exc or type(exc).__name__})"
+        return ""
 
     def _report_rejected(self) -> None:
         """A Warning Event on each Node or NRT the cache found unreadable (once per version)."""

@@ -21,8 +21,8 @@ from toposched.apis.limits import MAX_BANDWIDTH, MAX_QUANTITY, MAX_QUANTITY_TEXT
 
 _MULTIPLIERS: dict[str, Decimal] = {
     **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-    **{s: Decimal(1000) ** e for s, e in (("n", -3), ("u", -2), ("m", -1), ("k", 1), ("M", 2), ("G", 3))},
-    **{s: Decimal(1000) ** e for s, e in (("T", 4), ("P", 5), ("E", 6))},
+    **{s: Decimal(1000) ** (i - 3) for i, s in enumerate("num")},
+    **{s: Decimal(1000) ** (i + 1) for i, s in enumerate("kMGTPE")},
 }
 
 

@@ -97,12 +97,13 @@ async def follow_nodes(
 def kept_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of an object for an index, without what no handler reads: ``managedFields`` and
     kubectl's last-applied copy of the whole object (per object, often the larger part)."""
-    kept = copy.deepcopy(dict(body))
-    metadata = kept.get("metadata") or {}
-    metadata.pop("managedFields", None)
-    annotations = metadata.get("annotations")
-    if isinstance(annotations, dict):
-        annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    kept = {key: copy.deepcopy(value) for key, value in body.items() if key != "metadata"}
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping):  # dropped before copying: they are the bulk of a big object
+        kept["metadata"] = {k: copy.deepcopy(v) for k, v in metadata.items() if k != "managedFields"}
+        annotations = kept["metadata"].get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     return kept
 
 

@@ -5,13 +5,53 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes_asyncio import client
+import aiohttp
+
+from toposched.kube import rest
 
 logger = logging.getLogger(__name__)
 
 
+def event_body(
+    involved: Mapping[str, Any],
+    type_: str,
+    reason: str,
+    message: str,
+    component: str,
+    instance: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """An Event on ``involved`` (an object as the API returns it: apiVersion, kind, metadata)."""
+    meta = involved.get("metadata") or {}
+    name, namespace = meta.get("name", ""), meta.get("namespace") or "default"
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    reference = {
+        "apiVersion": involved.get("apiVersion"),
+        "kind": involved.get("kind"),
+        "name": name,
+        "namespace": namespace,
+        "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "involvedObject": {k: v for k, v in reference.items() if v is not None},
+        "type": type_,
+        "reason": reason,
+        "message": message[:1024],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": instance or component,
+    }
+
+
 async def post_event(
-    api: client.ApiClient,
+    api: rest.Kube,
     involved: Mapping[str, Any],
     type_: str,
     reason: str,
@@ -19,34 +59,12 @@ async def post_event(
     component: str,
     instance: str | None = None,
 ) -> None:
-    """Record an Event on ``involved`` (an object as the API returns it: apiVersion, kind, metadata).
-
-    An Event is a courtesy: losing one is logged and never fails the work that wanted to post it.
-    """
-    meta = involved.get("metadata") or {}
-    name, namespace = meta.get("name", ""), meta.get("namespace") or "default"
-    now = datetime.now(UTC)
-    event = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{name}.", namespace=namespace),
-        involved_object=client.V1ObjectReference(
-            api_version=involved.get("apiVersion"),
-            kind=involved.get("kind"),
-            name=name,
-            namespace=namespace,
-            uid=meta.get("uid"),
-            resource_version=meta.get("resourceVersion"),
-        ),
-        type=type_,
-        reason=reason,
-        message=message[:1024],
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-        source=client.V1EventSource(component=component),
-        reporting_component=component,
-        reporting_instance=instance or component,
-    )
+    """Record an Event on ``involved``. An Event is a courtesy: losing one is logged and never
+    fails the work that wanted to post it."""
+    body = event_body(involved, type_, reason, message, component, instance)
+    namespace = body["metadata"]["namespace"]
     try:
-        await client.CoreV1Api(api).create_namespaced_event(namespace, event)
-    except client.ApiException as exc:
-        logger.warning("could not post a %s event on %s/%s: %s", reason, namespace, name, exc.reason)
+        await api.create(rest.path("", "v1", "events", namespace), body)
+    except (rest.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        name = body["involvedObject"].get("name")
+        logger.warning("could not post a %s event on %s/%s: %s", reason, namespace, name, exc)

@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Kopf imports kubernetes_asyncio, when it is installed, only to offer a login handler that
+    # operators.main replaces; in this process it would cost about 60 MiB of generated models.
+    sys.modules.setdefault("kubernetes_asyncio", None)  # type: ignore[arg-type]
     import kopf
     from kopf._core.engines.peering import Identity  # a NewType of str that kopf does not export
 

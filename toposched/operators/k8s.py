@@ -8,58 +8,50 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
-from kubernetes_asyncio import client
 
 from toposched.apis.meta import KubeObject
+from toposched.kube import rest
 from toposched.kube.watch import Slim, follow
 
 logger = logging.getLogger(__name__)
 
 
+def _path(kind: type[KubeObject], namespace: str, name: str) -> str:
+    return rest.path(kind.GROUP, kind.VERSION, kind.PLURAL, namespace, name)
+
+
 async def patch_status(
-    api: client.ApiClient, kind: type[KubeObject], namespace: str, name: str, status: dict[str, Any]
+    api: rest.Kube, kind: type[KubeObject], namespace: str, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch the status subresource (never the spec the user wrote)."""
-    result: dict[str, Any] = await client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
-        kind.GROUP,
-        kind.VERSION,
-        namespace,
-        kind.PLURAL,
-        name,
-        {"status": status},
-        _content_type="application/merge-patch+json",
-    )
+    result: dict[str, Any] = await api.patch(_path(kind, namespace, name) + "/status", {"status": status})
     return result
 
 
-async def read_object(
-    api: client.ApiClient, kind: type[KubeObject], namespace: str, name: str
-) -> dict[str, Any] | None:
+async def read_object(api: rest.Kube, kind: type[KubeObject], namespace: str, name: str) -> dict[str, Any] | None:
     """The object as the apiserver has it now, or None when it is gone."""
     try:
-        found: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(
-            kind.GROUP, kind.VERSION, namespace, kind.PLURAL, name
-        )
-    except client.ApiException as exc:
+        found: dict[str, Any] = await api.get(_path(kind, namespace, name))
+    except rest.ApiError as exc:
         if exc.status == 404:
             return None
         raise
     return found
 
 
-async def read_configmap_data(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
+async def read_configmap_data(api: rest.Kube, namespace: str, name: str) -> dict[str, str] | None:
     """The ConfigMap's data, or None when it does not exist."""
     try:
-        cm = await client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
-    except client.ApiException as exc:
+        cm = await api.get(rest.path("", "v1", "configmaps", namespace, name))
+    except rest.ApiError as exc:
         if exc.status == 404:
             return None
         raise
-    return dict(cm.data or {})
+    return dict(cm.get("data") or {})
 
 
 async def patch_spec_field(
-    api: client.ApiClient,
+    api: rest.Kube,
     kind: type[KubeObject],
     namespace: str,
     name: str,
@@ -70,20 +62,14 @@ async def patch_spec_field(
 
     A concurrent edit by the user makes this fail with 409 Conflict instead of being overwritten.
     """
-    result: dict[str, Any] = await client.CustomObjectsApi(api).patch_namespaced_custom_object(
-        kind.GROUP,
-        kind.VERSION,
-        namespace,
-        kind.PLURAL,
-        name,
-        {"metadata": {"resourceVersion": resource_version}, "spec": spec},
-        _content_type="application/merge-patch+json",
+    result: dict[str, Any] = await api.patch(
+        _path(kind, namespace, name), {"metadata": {"resourceVersion": resource_version}, "spec": spec}
     )
     return result
 
 
 async def follow_nodes(
-    api: client.ApiClient,
+    api: rest.Kube,
     listed: Callable[[list[dict[str, Any]]], None],
     changed: Callable[[str, dict[str, Any]], None],
     slim: Slim | None = None,
@@ -91,7 +77,7 @@ async def follow_nodes(
     """Every Node, listed and then watched: not through Kopf, which runs a worker and a full
     handler cycle per object; with thousands of nodes their status heartbeats alone kept it from
     reaching any other handler. ``slim`` keeps what the caller needs of each node."""
-    await follow(client.CoreV1Api(api).list_node, listed, changed, "nodes", slim)
+    await follow(api.lister(rest.path("", "v1", "nodes")), listed, changed, "nodes", slim)
 
 
 def kept_body(body: Mapping[str, Any]) -> dict[str, Any]:

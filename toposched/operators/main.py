@@ -11,7 +11,8 @@ from typing import Any
 import kopf
 import prometheus_client
 
-from toposched.kube.connect import connect
+from toposched.kube import credentials
+from toposched.kube.rest import connect
 from toposched.operators import k8s
 from toposched.operators.appgroup import handlers as appgroup_handlers
 from toposched.operators.networktopology import handlers as networktopology_handlers
@@ -19,6 +20,24 @@ from toposched.operators.runtime import Runtime
 from toposched.operators.settings import OperatorSettings
 
 logger = logging.getLogger(__name__)
+
+
+@kopf.on.login()
+async def login(**_: Any) -> kopf.ConnectionInfo:
+    """Kopf's watches use the identity toposched's own client uses (``kube.credentials``)."""
+    creds = await asyncio.to_thread(lambda: credentials.load().refreshed())
+    pair = creds.client_pair
+    return kopf.ConnectionInfo(
+        server=creds.server,
+        ca_data=creds.ca.decode() if creds.ca else None,
+        insecure=creds.insecure or None,
+        certificate_data=pair[0].decode() if pair else None,
+        private_key_data=pair[1].decode() if pair else None,
+        token=creds.bearer,
+        default_namespace=creds.namespace,
+        # A rotating token (service account file, exec plugin): Kopf logs in again when it ends.
+        expiration=creds.issued.expires if creds.issued else None,
+    )
 
 
 @kopf.on.startup()

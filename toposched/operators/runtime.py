@@ -5,8 +5,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
-from kubernetes_asyncio import client
-
+from toposched.kube.rest import Kube
 from toposched.operators.leader import Leadership
 from toposched.operators.settings import OperatorSettings
 
@@ -16,7 +15,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Runtime:
     settings: OperatorSettings
-    api: client.ApiClient
+    api: Kube
     leadership: Leadership = field(default_factory=Leadership)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 

@@ -102,7 +102,7 @@ async def _serve(args: argparse.Namespace) -> None:
     import prometheus_client
     from aiohttp import web
 
-    from toposched.kube.connect import connect
+    from toposched.kube.rest import connect
     from toposched.schedhook.controllers.gate_release import release_gates_forever
     from toposched.schedhook.controllers.remediation import remediate_forever
     from toposched.schedhook.extender.cache import ClusterCache
@@ -114,7 +114,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from toposched.schedhook.webhooks.server import Webhooks
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
-    async with await connect(pool_size=64, read_environment=False) as api:
+    async with await connect(pool_size=64) as api:
         cache = ClusterCache(args.weights_name, args.reservation_timeout)
         feeding = asyncio.create_task(feed(cache, api))
         placement = PlacementConfig(numa_strategy=args.strategy, missing_nrt_fits=args.missing_nrt == "pass")

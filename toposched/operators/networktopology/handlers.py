@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 import kopf
-from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from toposched.apis.appgroup import AppGroup
@@ -30,7 +29,7 @@ from toposched.apis.errors import describe
 from toposched.apis.netperf import parse
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.quantity import parse_quantity
-from toposched.kube import events
+from toposched.kube import events, rest
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView
 from toposched.operators.invalid import report_invalid
@@ -217,7 +216,7 @@ class NetworkTopologyReconciler:
                     str(nt.metadata.get("resourceVersion")),
                     {"weights": [w.to_dict() for w in outcome.weights]},
                 )
-            except ApiException as exc:
+            except rest.ApiError as exc:
                 if exc.status == 409:  # the user edited it meanwhile: their edit wins, we recompute
                     metrics.RECONCILE_ERRORS.labels("NetworkTopology", "Conflict").inc()
                     self.coalescer.poke(key)

@@ -5,9 +5,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes_asyncio import client
-
 from toposched.apis.constants import APPGROUP_LABEL, ORDER_GATE, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
+from toposched.kube import rest
 from toposched.kube.events import post_event
 from toposched.kube.outage import Outage, every
 from toposched.kube.watch import list_objects
@@ -20,31 +19,30 @@ OrderLookup = Callable[[str, str], Mapping[str, int] | None]
 
 
 async def release_gates_forever(
-    api: client.ApiClient,
+    api: rest.Kube,
     order_of: OrderLookup,
     wait: timedelta,
     period: float = 1.0,
     settle: timedelta = timedelta(seconds=2),
 ) -> None:
     """Every ``period``: lift the topology-order gate of the pods whose turn has come."""
-    core = client.CoreV1Api(api)
+    pods_of_all = api.lister(rest.path("", "v1", "pods"))
 
     async def step() -> None:
-        pods, _ = await list_objects(core.list_pod_for_all_namespaces, label_selector=APPGROUP_LABEL)
+        pods, _ = await list_objects(pods_of_all, label_selector=APPGROUP_LABEL)
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in pods:
             meta = pod["metadata"]
             groups.setdefault((meta["namespace"], meta["labels"][APPGROUP_LABEL]), []).append(pod)
         for (namespace, group), members in groups.items():
             if any(_gated(p) for p in members):
-                await _release(core, api, namespace, members, order_of(namespace, group), wait, settle)
+                await _release(api, namespace, members, order_of(namespace, group), wait, settle)
 
     await every(period, Outage(logger, "releasing gated pods"), step)
 
 
 async def _release(
-    core: client.CoreV1Api,
-    api: client.ApiClient,
+    api: rest.Kube,
     namespace: str,
     members: list[dict[str, Any]],
     order: Mapping[str, int] | None,
@@ -64,11 +62,10 @@ async def _release(
     by_name = {p["metadata"]["name"]: p for p in members}
     for release in to_release(views, order, datetime.now(UTC), wait, settle):
         # Remove only our gate; other gates are someone else's business.
-        await core.patch_namespaced_pod(
-            release.pod,
-            namespace,
+        await api.patch(
+            rest.path("", "v1", "pods", namespace, release.pod),
             {"spec": {"schedulingGates": [{"name": ORDER_GATE, "$patch": "delete"}]}},
-            _content_type="application/strategic-merge-patch+json",
+            rest.STRATEGIC_MERGE_PATCH,
         )
         if release.reason == "timeout":
             message = f"released after waiting {wait.total_seconds():.0f}s for earlier workloads"

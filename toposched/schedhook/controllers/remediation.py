@@ -11,9 +11,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubernetes_asyncio import client
-
 from toposched.apis.constants import SCHEDHOOK_COMPONENT
+from toposched.kube import rest
 from toposched.kube.events import post_event
 from toposched.kube.outage import Outage, every
 from toposched.kube.watch import list_objects
@@ -51,13 +50,13 @@ def decide(phase: str | None, reason: str | None, owners: list[Mapping[str, obje
     return "delete", f"{controller['kind']}/{controller['name']}"
 
 
-async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff: Backoff | None = None) -> None:
-    core = client.CoreV1Api(api)
+async def remediate_forever(api: rest.Kube, period: float = 5.0, backoff: Backoff | None = None) -> None:
+    failed_pods = api.lister(rest.path("", "v1", "pods"))
     backoff = backoff or Backoff()
     reported: set[str] = set()
 
     async def step() -> None:
-        pods, _ = await list_objects(core.list_pod_for_all_namespaces, field_selector="status.phase=Failed")
+        pods, _ = await list_objects(failed_pods, field_selector="status.phase=Failed")
         for pod in pods:
             meta, status = pod["metadata"], pod.get("status") or {}
             action, owner = decide(status.get("phase"), status.get("reason"), meta.get("ownerReferences") or [])
@@ -67,7 +66,11 @@ async def remediate_forever(api: client.ApiClient, period: float = 5.0, backoff:
                 if backoff.allow(f"{meta['namespace']}/{owner}", time.monotonic()):
                     message = f"deleted so that {owner} recreates it on a node that can align it"
                     await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
-                    await core.delete_namespaced_pod(meta["name"], meta["namespace"])
+                    try:
+                        await api.delete(rest.path("", "v1", "pods", meta["namespace"], meta["name"]))
+                    except rest.ApiError as exc:
+                        if exc.status != 404:  # already gone: what the deletion wanted
+                            raise
                     logger.info("deleted %s (TopologyAffinityError, owner %s)", key, owner)
             elif action == "event" and key not in reported:
                 reported.add(key)

@@ -26,11 +26,10 @@ import numpy as np
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from kubernetes_asyncio import client
 from prometheus_client import Counter, Histogram
 
 from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
-from toposched.kube import events
+from toposched.kube import events, rest
 from toposched.schedhook.extender.bindorder import NodeBindOrder
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
@@ -63,7 +62,7 @@ BIND_WAIT = Histogram(
 
 class Extender:
     def __init__(
-        self, cache: ClusterCache, api: client.ApiClient, config: PlacementConfig | None = None, bind_wait: float = 0.25
+        self, cache: ClusterCache, api: rest.Kube | None, config: PlacementConfig | None = None, bind_wait: float = 0.25
     ) -> None:
         self.cache = cache
         self.api = api
@@ -166,11 +165,10 @@ class Extender:
             raise _bad_request("expected ExtenderBindingArgs (PodName, PodNamespace, PodUID, Node)") from None
         self.unbound.pop(uid, None)
         cached = self.last.pop(uid, None)
-        core = client.CoreV1Api(self.api)
         if cached is None or node not in cached[0].names:
             # Filtered long ago (a slow binding cycle) or by an earlier process: evaluate again.
             FORGOTTEN.inc()
-            cached = await self._evaluate_bound(core, namespace, name, node)
+            cached = await self._evaluate_bound(namespace, name, node)
         annotations: dict[str, str] | None = None
         if cached is not None:
             results, total = cached
@@ -199,9 +197,9 @@ class Extender:
         }
         if annotations:  # zones predicted: the kubelet must see this node's bindings in this order
             async with self.bind_order.turn(node):
-                error = await self._post_binding(core, binding)
+                error = await self._post_binding(binding)
         else:
-            error = await self._post_binding(core, binding)
+            error = await self._post_binding(binding)
         if error:
             logger.warning(error)
             self.cache.release(uid)
@@ -209,16 +207,15 @@ class Extender:
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
 
-    async def _post_binding(self, core: client.CoreV1Api, binding: dict[str, Any]) -> str:
+    async def _post_binding(self, binding: dict[str, Any]) -> str:
         """The binding call; its failure as a message (kube-scheduler retries the pod), else ""."""
         name, namespace = binding["metadata"]["name"], binding["metadata"]["namespace"]
         node = binding["target"]["name"]
+        if self.api is None:
+            return f"binding {namespace}/{name} to {node}: no API client"
         try:
-            response = await core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
-            body = await response.read()  # hands the connection back to the pool (else every bind opens one)
-            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
-                return f"binding {namespace}/{name} to {node}: {response.status} {_status_message(body)}"
-        except client.ApiException as exc:
+            await self.api.create(rest.path("", "v1", "pods", namespace, name) + "/binding", binding)
+        except rest.ApiError as exc:
             return f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
             return f"binding {namespace}/{name} to {node}: the apiserver did not answer ({exc or type(exc).__name__})"
@@ -237,16 +234,12 @@ class Extender:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _evaluate_bound(
-        self, core: client.CoreV1Api, namespace: str, name: str, node: str
-    ) -> tuple[Results, dict[str, Decimal]] | None:
+    async def _evaluate_bound(self, namespace: str, name: str, node: str) -> tuple[Results, dict[str, Decimal]] | None:
+        if self.api is None:
+            return None
         try:
-            response = await core.read_namespaced_pod(name, namespace, _preload_content=False)
-            raw = await response.read()
-            if not 200 <= response.status < 300:  # not raised: the content was not preloaded
-                raise client.ApiException(status=response.status, reason=_status_message(raw))
-            pod = orjson.loads(raw)
-        except (client.ApiException, aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
+            pod = await self.api.get(rest.path("", "v1", "pods", namespace, name))
+        except (rest.ApiError, aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
             logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
             return None
         results = self._evaluate(pod, [node])
@@ -338,14 +331,3 @@ def _priorities(names: list[str], scores: list[int]) -> bytes:
     pieces[1::2] = _SCORE_THEN_HOST[extender]
     pieces[-1] = _SCORE_LAST[int(extender[-1])]
     return b'[{"Host":"' + b"".join(pieces.tolist())
-
-
-def _status_message(body: bytes) -> str:
-    """The message of an apiserver's Status answer, or the start of whatever came instead."""
-    try:
-        status = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        status = None
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        return str(status["message"])
-    return body[:200].decode(errors="replace")

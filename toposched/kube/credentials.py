@@ -183,9 +183,9 @@ def from_kubeconfig(path: Path, context_name: str | None = None) -> Credentials:
     except (OSError, yaml.YAMLError) as exc:
         raise CredentialsError(f"cannot read the kubeconfig {path}: {exc}") from None
     base = path.parent
+    name = context_name or config.get("current-context")
     try:
         contexts = {c["name"]: c.get("context") or {} for c in config.get("contexts") or []}
-        name = context_name or config.get("current-context")
         if not name or name not in contexts:
             raise CredentialsError(f"{path}: no context {name!r}")
         context = contexts[name]
@@ -215,8 +215,10 @@ def from_kubeconfig(path: Path, context_name: str | None = None) -> Credentials:
             namespace=context.get("namespace"),
             proxy=cluster.get("proxy-url"),
         )
-    except (KeyError, TypeError, ValueError, OSError) as exc:
-        raise CredentialsError(f"{path}: context {context_name or config.get('current-context')!r}: {exc!r}") from None
+    except KeyError as exc:
+        raise CredentialsError(f"{path}: context {name!r}: no {exc}") from None
+    except (TypeError, ValueError, OSError) as exc:
+        raise CredentialsError(f"{path}: context {name!r}: {exc}") from None
 
 
 def load() -> Credentials:

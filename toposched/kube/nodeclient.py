@@ -39,16 +39,6 @@ class KubeAPI:
     def from_kubeconfig(cls, path: Path) -> "KubeAPI":
         return cls(credentials.from_kubeconfig(path))
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        self.creds = self.creds.refreshed()  # a rotated token file, an expired exec credential
-        token = self.creds.bearer
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
-
     async def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json", **params: str
     ) -> Any:
@@ -57,9 +47,9 @@ class KubeAPI:
         return await asyncio.to_thread(self._send, method, url, data, content_type)
 
     def _send(self, method: str, url: str, data: bytes | None, content_type: str) -> Any:
-        req = urllib.request.Request(
-            url, data=data, method=method, headers=self._headers(content_type if data else None)
-        )
+        self.creds = self.creds.refreshed()  # a rotated token file, an expired exec credential
+        headers = self.creds.headers(content_type if data else None)
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=30) as response:
                 text = response.read().decode()

@@ -108,15 +108,6 @@ class Kube:
                     await self._session.close()
                     self._session = None
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        token = self.creds.bearer
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
-
     async def send(
         self,
         method: str,
@@ -135,7 +126,7 @@ class Kube:
                 self.server + url_path,
                 data=data,
                 params=params,
-                headers=self._headers(content_type if data is not None else None),
+                headers=self.creds.headers(content_type if data is not None else None),
                 timeout=client_timeout,
                 server_hostname=self.creds.tls_server_name,
                 proxy=self.creds.proxy,

@@ -35,6 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from kopf._core.engines.peering import Identity  # a NewType of str that kopf does not export
 
     import toposched.operators.main  # noqa: F401  (registers the handlers)
+    from toposched.kube import credentials
+
+    try:  # one clear line, not a login retried for ever with a traceback each time
+        credentials.load()
+    except credentials.CredentialsError as exc:
+        print(f"toposched operator: {exc}", file=sys.stderr)
+        return 2
     from toposched.operators.settings import OperatorSettings
 
     if args.metrics_address:  # the settings are read from the environment (as under `kopf run -m`)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toposched import __version__
+from toposched.kube.credentials import CredentialsError
 
 
 @dataclass(frozen=True)
@@ -66,4 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except CredentialsError as exc:  # no usable kubeconfig or service account: one line, not a traceback
+        print(f"toposched {args.command}: {exc}", file=sys.stderr)
+        return 2

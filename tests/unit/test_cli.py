@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,3 +168,18 @@ def test_operator_metrics_address(monkeypatch: pytest.MonkeyPatch, environment: 
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
     assert OperatorSettings.from_env().metrics_address == address
+
+
+@pytest.mark.parametrize("command", ["operator", "schedhook"])
+def test_unusable_credentials_are_one_line_and_exit_2(command: str, tmp_path: Path) -> None:
+    # A real process: the operator would otherwise retry its login inside Kopf for ever.
+    args = [sys.executable, "-m", "toposched", command]
+    if command == "schedhook":
+        args += ["--tls-cert", "c", "--tls-key", "k", "--extender-client-ca", "ca"]
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "absent"), "KUBERNETES_SERVICE_HOST": ""}
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"toposched {command}: cannot read the kubeconfig {tmp_path / 'absent'}: "
+        f"[Errno 2] No such file or directory: '{tmp_path / 'absent'}'"
+    ]

@@ -141,8 +141,11 @@ class Credentials:
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context()
-        if self.ca is not None:
-            context.load_verify_locations(cadata=self.ca.decode())
+        try:
+            if self.ca is not None:
+                context.load_verify_locations(cadata=self.ca.decode())
+        except (ssl.SSLError, ValueError) as exc:
+            raise CredentialsError(f"the certificate authority of {self.server} cannot be loaded: {exc}") from None
         if self.insecure:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
@@ -154,7 +157,10 @@ class Credentials:
                 cert.write_bytes(pair[0])
                 key.touch(mode=0o600)
                 key.write_bytes(pair[1])
-                context.load_cert_chain(cert, key)
+                try:
+                    context.load_cert_chain(cert, key)
+                except ssl.SSLError as exc:
+                    raise CredentialsError(f"the client certificate and key cannot be loaded: {exc}") from None
         return context
 
 

@@ -47,7 +47,10 @@ class KubeAPI:
         return await asyncio.to_thread(self._send, method, url, data, content_type)
 
     def _send(self, method: str, url: str, data: bytes | None, content_type: str) -> Any:
+        before = self.creds.client_pair
         self.creds = self.creds.refreshed()  # a rotated token file, an expired exec credential
+        if self.creds.client_pair != before:
+            self._ssl = self.creds.ssl_context()
         headers = self.creds.headers(content_type if data else None)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:

@@ -6,9 +6,7 @@ models they never use, and importing it costs about 60 MiB resident per process.
 """
 
 import asyncio
-import logging
 import os
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -19,8 +17,6 @@ import orjson
 
 from toposched.kube import credentials
 from toposched.kube.credentials import Credentials
-
-logger = logging.getLogger(__name__)
 
 TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=5)
 MERGE_PATCH = "application/merge-patch+json"
@@ -80,7 +76,7 @@ class Kube:
         self.server = creds.server.rstrip("/")
         self._pool_size = pool_size
         self._session: aiohttp.ClientSession | None = None
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = creds.ssl_context()  # a CA or key that cannot be loaded fails here, not per request
         self._refresh_lock = asyncio.Lock()
 
     async def _ensure(self) -> aiohttp.ClientSession:
@@ -88,8 +84,6 @@ class Kube:
         if rotating and (self.creds.issued is None or not self.creds.issued.fresh(datetime.now(UTC))):
             await self._refresh(force=False)
         if self._session is None or self._session.closed:
-            if self._ssl is None:
-                self._ssl = self.creds.ssl_context()
             connector = aiohttp.TCPConnector(limit=self._pool_size, ssl=self._ssl)
             # The environment only when it sets a proxy: otherwise each request would look for
             # ~/.netrc and the proxy variables in a thread (a sixth of schedhook's time once).
@@ -103,7 +97,7 @@ class Kube:
             before = self.creds.client_pair
             self.creds = await asyncio.to_thread(self.creds.refreshed, None, force)
             if self.creds.client_pair != before:  # an exec plugin issued a new certificate
-                self._ssl = None
+                self._ssl = self.creds.ssl_context()
                 if self._session is not None:
                     await self._session.close()
                     self._session = None
@@ -137,16 +131,9 @@ class Kube:
             await self._refresh(force=True)
         raise AssertionError("unreachable")
 
-    async def request(
-        self,
-        method: str,
-        url_path: str,
-        body: Any = None,
-        content_type: str = "application/json",
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
+    @staticmethod
+    async def _answer(response: aiohttp.ClientResponse) -> Any:
         """The answer's JSON (None when empty); an error status raises ApiError."""
-        response = await self.send(method, url_path, body, content_type, params)
         try:
             raw = await response.read()
         finally:
@@ -156,19 +143,19 @@ class Kube:
         return orjson.loads(raw) if raw else None
 
     async def get(self, url_path: str, **params: str) -> Any:
-        return await self.request("GET", url_path, params=params or None)
+        return await self._answer(await self.send("GET", url_path, params=params or None))
 
     async def create(self, url_path: str, body: Any) -> Any:
-        return await self.request("POST", url_path, body)
+        return await self._answer(await self.send("POST", url_path, body))
 
     async def patch(self, url_path: str, body: Any, content_type: str = MERGE_PATCH) -> Any:
-        return await self.request("PATCH", url_path, body, content_type)
+        return await self._answer(await self.send("PATCH", url_path, body, content_type))
 
     async def replace(self, url_path: str, body: Any) -> Any:
-        return await self.request("PUT", url_path, body)
+        return await self._answer(await self.send("PUT", url_path, body))
 
     async def delete(self, url_path: str) -> Any:
-        return await self.request("DELETE", url_path)
+        return await self._answer(await self.send("DELETE", url_path))
 
     def lister(self, url_path: str) -> Lister:
         """A list call for ``watch.follow`` / ``watch.list_objects`` (``watch=True`` watches)."""
@@ -199,4 +186,5 @@ def _query(value: object) -> str:
 
 async def connect(pool_size: int = 16) -> Kube:
     """A client from the pod's service account when running in a cluster, else from the kubeconfig."""
-    return Kube(await asyncio.to_thread(credentials.load), pool_size)
+    # Read (and an exec plugin run) before the first request: its certificate goes into the TLS context.
+    return Kube(await asyncio.to_thread(lambda: credentials.load().refreshed()), pool_size)

@@ -37,11 +37,9 @@ def run(args: argparse.Namespace) -> int:
     import toposched.operators.main  # noqa: F401  (registers the handlers)
     from toposched.kube import credentials
 
-    try:  # one clear line, not a login retried for ever with a traceback each time
-        credentials.load()
-    except credentials.CredentialsError as exc:
-        print(f"toposched operator: {exc}", file=sys.stderr)
-        return 2
+    # Unusable credentials stop the command here with one line (toposched.cli); inside Kopf they
+    # would be a login retried for ever, with a traceback each time.
+    credentials.load().ssl_context()
     from toposched.operators.settings import OperatorSettings
 
     if args.metrics_address:  # the settings are read from the environment (as under `kopf run -m`)

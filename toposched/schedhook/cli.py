@@ -183,12 +183,5 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from toposched.kube import credentials
-
-    try:  # one clear line instead of a traceback
-        credentials.load()
-    except credentials.CredentialsError as exc:
-        print(f"toposched schedhook: {exc}", file=sys.stderr)
-        return 2
     asyncio.run(_serve(args))
     return 0

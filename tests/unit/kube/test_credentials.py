@@ -176,3 +176,25 @@ def test_outside_a_pod_the_first_kubeconfig_of_the_list_is_used(
     path = kubeconfig(tmp_path, {"token": "t"})
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(path), str(tmp_path / "ignored")]))
     assert credentials.load().server == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "says"),
+    [
+        pytest.param(
+            {}, {"certificate-authority-data": b64(b"not a certificate")}, "certificate authority", id="bad-ca"
+        ),
+        pytest.param(
+            {"client-certificate-data": b64(b"junk"), "client-key-data": b64(b"junk")},
+            {},
+            "client certificate and key cannot be loaded",
+            id="bad-key-pair",
+        ),
+    ],
+)
+def test_tls_material_that_cannot_be_loaded_says_which(
+    tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any], says: str
+) -> None:
+    creds = credentials.from_kubeconfig(kubeconfig(tmp_path, user, {"server": "https://a:6443", **cluster}))
+    with pytest.raises(CredentialsError, match=says):
+        creds.ssl_context()

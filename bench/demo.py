@@ -42,7 +42,13 @@ from testkit.realnode import (
 )
 from testkit.realnode.exporter import NodeExporter, start_exporter, wait_agreement
 from toposched.apis.appgroup import AppGroup
-from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.apis.constants import (
+    APPGROUP_LABEL,
+    NUMA_ZONES_ANNOTATION,
+    REGION_LABEL,
+    WORKLOAD_LABEL,
+    ZONE_LABEL,
+)
 from toposched.apis.netperf import latency_key
 from toposched.apis.networktopology import NetworkTopology
 from toposched.operators.appgroup.toposort import sort_spec
@@ -86,6 +92,8 @@ class Placed:
     verdict: str = "unbound"
     numa: tuple[str, ...] = ()
     message: str = ""
+    predicted: str | None = None
+    """The NUMA zones the extender annotated at bind (None: it predicted none)."""
 
 
 @dataclass
@@ -194,6 +202,7 @@ async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, Rea
             verdict=kubelet_verdict(pod),
             numa=kubelet_zones(node, pod) if node else (),
             message=((pod.get("status") or {}).get("message") or "")[:120],
+            predicted=((pod.get("metadata") or {}).get("annotations") or {}).get(NUMA_ZONES_ANNOTATION),
         )
     return run
 
@@ -289,6 +298,7 @@ def _pod_summary(p: Placed) -> dict[str, Any]:
     out: dict[str, Any] = {"node": p.node, "numa": list(p.numa), "kubelet": p.verdict}
     if p.verdict not in ("running", "admitted") and p.message:
         out["message"] = p.message  # the kubelet's reason, for whoever reads a rejection
+        out["predicted"] = p.predicted  # the extender's zones for it (None: it predicted none)
     return out
 
 

@@ -115,6 +115,7 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
     return KubeletConfig(
         topology_manager_policy=_choice(data, "topologyManagerPolicy", TOPOLOGY_POLICIES, source),
         topology_manager_scope=_choice(data, "topologyManagerScope", SCOPES, source),
+        # As the kubelet spells them: a YAML true is the string "true".
         topology_manager_policy_options={
             str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()
         },
@@ -127,11 +128,6 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
         eviction_memory=eviction,
         source=source,
     )
-
-
-def _option(value: object) -> str:
-    """As the kubelet spells it (a YAML ``true`` is the string ``true``)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def load(path: Path | None) -> KubeletConfig:

@@ -43,9 +43,9 @@ from toposched.apis.constants import (
 )
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from toposched.exporter.checkpoints import Checkpoints, Holding, stale_pods
+from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, stale_pods
 from toposched.exporter.kubeletconfig import KubeletConfig
-from toposched.exporter.sysfs import Machine, format_cpulist
+from toposched.exporter.sysfs import Machine, NumaNode, format_cpulist
 
 
 @dataclass(frozen=True)
@@ -159,204 +159,255 @@ def _split(block: MemoryBlock, room: dict[int, Decimal]) -> dict[int, Decimal]:
     return taken
 
 
+# The order of the node's attributes in the NRT. The publisher compares whole objects, so another
+# order would rewrite an NRT whose content did not change.
+_ATTRIBUTE_ORDER = (
+    NRT_ATTR_PODRESOURCES,
+    NRT_ATTR_CPU_SOURCE,
+    NRT_ATTR_MEMORY_SOURCE,
+    NRT_ATTR_THREADS_PER_CORE,
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
+    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
+    NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_MEMORY_MANAGER_POLICY,
+    NRT_ATTR_RESERVED_SYSTEM_CPUS,
+    NRT_ATTR_PODS_FINGERPRINT,
+    NRT_ATTR_PODS_FINGERPRINT_METHOD,
+    NRT_ATTR_NUMA,
+    NRT_ATTR_MEMORY_NUMA_GROUPS,
+)
+
+
+@dataclass
+class _Figures:
+    """One NUMA zone's amounts by resource name, and its attributes, while the NRT is worked out."""
+
+    capacity: dict[str, Decimal]
+    allocatable: dict[str, Decimal] = field(default_factory=dict)
+    used: defaultdict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
 def build(inputs: Inputs) -> NodeResourceTopology:
-    machine, kubelet = inputs.machine, inputs.kubelet
-    cpu_node = machine.cpu_to_node()
-    capacity: dict[int, dict[str, Decimal]] = {n.id: {} for n in machine.nodes}
-    allocatable: dict[int, dict[str, Decimal]] = {n.id: {} for n in machine.nodes}
-    used: dict[int, dict[str, Decimal]] = {n.id: defaultdict(Decimal) for n in machine.nodes}
+    """The node's NRT: per NUMA zone its CPUs, memory, hugepages and devices; attributes that say
+    where the figures came from, the kubelet's policies and the pods fingerprint."""
+    zones = {n.id: _Figures(capacity=_capacity(n)) for n in inputs.machine.nodes}
     attributes: dict[str, str] = {}
-    zone_attributes: dict[int, dict[str, str]] = {n.id: {} for n in machine.nodes}
-
-    for n in machine.nodes:
-        capacity[n.id]["cpu"] = Decimal(len(n.cpus))
-        capacity[n.id]["memory"] = Decimal(n.memory_bytes)
-        for name, size in n.hugepages.items():
-            capacity[n.id][name] = Decimal(size)
-
-    alloc = inputs.allocatable
-    if alloc is None:
+    if inputs.allocatable is None:
         attributes[NRT_ATTR_PODRESOURCES] = "unavailable: allocatable derived from capacity and kubelet reservations"
-
-    # CPUs: the kubelet lists exclusive-capable CPUs only under the static policy.
-    if alloc is not None and alloc.cpu_ids:
-        for cpu in alloc.cpu_ids:
-            if cpu in cpu_node:
-                allocatable[cpu_node[cpu]]["cpu"] = allocatable[cpu_node[cpu]].get("cpu", Decimal(0)) + 1
-        for n in machine.nodes:
-            allocatable[n.id].setdefault("cpu", Decimal(0))
-        attributes[NRT_ATTR_CPU_SOURCE] = "cpu-manager"
-    else:
-        reserved = set(kubelet.reserved_system_cpus)
-        for n in machine.nodes:
-            allocatable[n.id]["cpu"] = Decimal(len([c for c in n.cpus if c not in reserved]))
-        attributes[NRT_ATTR_CPU_SOURCE] = "estimated: CPUs not pinned (cpuManagerPolicy is not static)"
-
-    # Memory and hugepages: only the Static Memory Manager reports them per NUMA node.
-    if alloc is not None and alloc.memory:
-        # The kubelet reports one block per NUMA node and type.
-        for block in alloc.memory:
-            if block.numa and block.numa[0] in allocatable:
-                numa = block.numa[0]
-                allocatable[numa][block.type] = allocatable[numa].get(block.type, Decimal(0)) + Decimal(block.size)
-        attributes[NRT_ATTR_MEMORY_SOURCE] = "memory-manager"
-    else:
-        for n_id, amount in _estimated_memory(inputs).items():
-            allocatable[n_id]["memory"] = amount
-        for n in machine.nodes:
-            for name, size in n.hugepages.items():
-                reserved_pages = kubelet.reserved_memory.get(n.id, {}).get(name, Decimal(0))
-                allocatable[n.id][name] = max(Decimal(0), Decimal(size) - reserved_pages)
-        attributes[NRT_ATTR_MEMORY_SOURCE] = (
-            "estimated: Memory Manager not Static; from sysfs and the node's allocatable"
-        )
-
-    # Devices: counted once, on the lowest NUMA node of their topology; no topology -> host-level.
-    device_node: dict[tuple[str, str], int] = {}
-    if alloc is not None:
-        for dev in alloc.devices:
-            if not dev.numa:
-                continue
-            numa = min(dev.numa)
-            if numa not in allocatable:
-                continue
-            for device_id in dev.ids:
-                device_node[(dev.resource, device_id)] = numa
-                allocatable[numa][dev.resource] = allocatable[numa].get(dev.resource, Decimal(0)) + 1
-                capacity[numa][dev.resource] = capacity[numa].get(dev.resource, Decimal(0)) + 1
-
-    # Exclusive usage from List.
-    pods = list(inputs.pods or [])
-    memory_from_manager = alloc is not None and bool(alloc.memory)
-    for pod in pods:
-        for c in pod.containers:
-            if alloc is not None and alloc.cpu_ids:
-                for cpu in c.cpu_ids:
-                    if cpu in cpu_node:
-                        used[cpu_node[cpu]]["cpu"] += 1
-            if memory_from_manager:
-                for block in c.memory:
-                    room = {
-                        numa: allocatable[numa].get(block.type, Decimal(0)) - used[numa][block.type]
-                        for numa in block.numa
-                        if numa in used
-                    }
-                    for numa, amount in _split(block, room).items():
-                        if numa in used:
-                            used[numa][block.type] += amount
-            for dev in c.devices:
-                for device_id in dev.ids:
-                    where = device_node.get((dev.resource, device_id))
-                    if where is not None:
-                        used[where][dev.resource] += 1
-
-    groups = sorted({block.numa for pod in pods for c in pod.containers for block in c.memory if len(block.numa) > 1})
     checkpoints = inputs.checkpoints or Checkpoints()
-    stale = stale_pods(checkpoints, (_held(pod) for pod in pods)) if inputs.pods is not None else set()
-    if alloc is not None and alloc.cpu_ids and checkpoints.cpu is not None and checkpoints.cpu.policy == "static":
-        # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out
-        # (with what pods it no longer runs still hold until it notices).
-        pool = set(checkpoints.cpu.default_cpus)
-        for uid in stale:
-            for cpus in checkpoints.cpu.entries.get(uid, {}).values():
-                pool |= cpus
-        handed = pool & set(alloc.cpu_ids)  # what the CPU Manager can hand out
-        threads = machine.threads_per_core
-        if threads is not None:
-            attributes[NRT_ATTR_THREADS_PER_CORE] = str(threads)
-        for n in machine.nodes:
-            free = sum(1 for cpu in handed if cpu_node.get(cpu) == n.id)
-            used[n.id]["cpu"] = allocatable[n.id].get("cpu", Decimal(0)) - Decimal(free)
-            if threads is not None:
-                whole = sum(1 for core in n.cores if handed.issuperset(core))
-                zone_attributes[n.id][NRT_ZONE_ATTR_FREE_CORES] = str(whole)
-    if memory_from_manager and checkpoints.memory is not None and checkpoints.memory.policy == "Static":
-        free_memory = {n: dict(z.free) for n, z in checkpoints.memory.zones.items()}
-        for uid in stale:
-            for blocks in checkpoints.memory.entries.get(uid, {}).values():
-                for kind, size, numas in blocks:
-                    left = Decimal(size)
-                    for numa in numas:  # given back in the order the kubelet took it
-                        zone = checkpoints.memory.zones.get(numa)
-                        if zone is None or left <= 0:
-                            continue
-                        headroom = zone.allocatable.get(kind, Decimal(0)) - free_memory[numa].get(kind, Decimal(0))
-                        back = min(headroom, left)
-                        free_memory[numa][kind] = free_memory[numa].get(kind, Decimal(0)) + back
-                        left -= back
-        for numa, state in checkpoints.memory.zones.items():
-            if numa in allocatable:
-                for kind, pinnable in state.allocatable.items():
-                    allocatable[numa][kind] = pinnable
-                    used[numa][kind] = pinnable - free_memory[numa].get(kind, pinnable)
-        # Each pinned block counts one assignment on each of its zones; the kubelet drops stale
-        # pods' blocks before it computes the next hints, and a zone left without any is its own
-        # group again.
-        stale_blocks = Counter(
-            numa
-            for uid in stale
-            for blocks in checkpoints.memory.entries.get(uid, {}).values()
-            for _, _, numas in blocks
-            for numa in numas
-        )
-        live = {
-            numa: state.cells
-            for numa, state in checkpoints.memory.zones.items()
-            if numa in zone_attributes and state.assignments - stale_blocks[numa] > 0
-        }
-        for numa, cells in live.items():
-            zone_attributes[numa][NRT_ZONE_ATTR_MEMORY_CELLS] = format_cpulist(list(cells))
-        groups = sorted({cells for cells in live.values() if len(cells) > 1})
-
-    zones = []
-    for n in machine.nodes:
-        resources = []
-        for name in sorted(set(capacity[n.id]) | set(allocatable[n.id])):
-            alloc_value = allocatable[n.id].get(name, Decimal(0))
-            cap_value = max(capacity[n.id].get(name, alloc_value), alloc_value)
-            avail = max(Decimal(0), alloc_value - used[n.id].get(name, Decimal(0)))
-            resources.append(
-                ResourceInfo(
-                    name=name,
-                    capacity=str(int(cap_value)),
-                    allocatable=str(int(alloc_value)),
-                    available=str(int(avail)),
-                )
-            )
-        costs = [CostInfo(name=zone_name(other), value=d) for other, d in sorted(n.distances.items())] or None
-        numa_zone = Zone(name=zone_name(n.id), type=NRT_ZONE_TYPE_NODE, costs=costs, resources=resources)
-        if zone_attributes[n.id]:  # set only when there are some: unset fields are not sent
-            numa_zone.attributes = [AttributeInfo(name=k, value=v) for k, v in sorted(zone_attributes[n.id].items())]
-        zones.append(numa_zone)
-
-    attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY] = kubelet.topology_manager_policy
-    attributes[NRT_ATTR_TOPOLOGY_MANAGER_SCOPE] = kubelet.topology_manager_scope
-    if kubelet.topology_manager_policy_options:
-        attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS] = ",".join(
-            f"{k}={v}" for k, v in sorted(kubelet.topology_manager_policy_options.items())
-        )
-    attributes[NRT_ATTR_CPU_MANAGER_POLICY] = kubelet.cpu_manager_policy
-    attributes[NRT_ATTR_MEMORY_MANAGER_POLICY] = kubelet.memory_manager_policy
-    if kubelet.reserved_system_cpus:
-        attributes[NRT_ATTR_RESERVED_SYSTEM_CPUS] = format_cpulist(kubelet.reserved_system_cpus)
+    stale = stale_pods(checkpoints, map(_held, inputs.pods)) if inputs.pods is not None else set()
+    _cpus(inputs, checkpoints.cpu, stale, zones, attributes)
+    _memory(inputs, checkpoints.memory, stale, zones, attributes)
+    _devices(inputs, zones)
+    attributes |= _kubelet_attributes(inputs.kubelet)
     if inputs.pods is not None:
-        counted = pods if inputs.fingerprint_method == METHOD_ALL else [p for p in pods if p.exclusive()]
+        counted = [p for p in inputs.pods if inputs.fingerprint_method == METHOD_ALL or p.exclusive()]
         attributes[NRT_ATTR_PODS_FINGERPRINT] = fingerprint((p.namespace, p.name) for p in counted)
         attributes[NRT_ATTR_PODS_FINGERPRINT_METHOD] = inputs.fingerprint_method
-    if not machine.numa:
+    if not inputs.machine.numa:
         attributes[NRT_ATTR_NUMA] = "unsupported by the kernel: one zone for the whole machine"
-    if memory_from_manager and groups:
-        attributes[NRT_ATTR_MEMORY_NUMA_GROUPS] = ";".join(format_cpulist(list(g)) for g in groups)
 
     metadata: dict[str, object] = {"name": inputs.node}
     if inputs.owner:
         metadata["ownerReferences"] = [{**inputs.owner, "blockOwnerDeletion": False}]
     return NodeResourceTopology(
         metadata=metadata,
-        topology_policies=[topology_policy(kubelet)],
-        zones=zones,
-        attributes=[AttributeInfo(name=k, value=v) for k, v in attributes.items()],
+        topology_policies=[topology_policy(inputs.kubelet)],
+        zones=[_zone(n, zones[n.id]) for n in inputs.machine.nodes],
+        attributes=[
+            AttributeInfo(name=name, value=attributes[name]) for name in sorted(attributes, key=_ATTRIBUTE_ORDER.index)
+        ],
     )
+
+
+def _capacity(node: NumaNode) -> dict[str, Decimal]:
+    """What sysfs says the zone has (devices are added from the kubelet's list)."""
+    return {"cpu": Decimal(len(node.cpus)), "memory": Decimal(node.memory_bytes)} | {
+        name: Decimal(size) for name, size in node.hugepages.items()
+    }
+
+
+def _cpus(
+    inputs: Inputs, state: CpuState | None, stale: set[str], zones: dict[int, _Figures], attributes: dict[str, str]
+) -> None:
+    """CPUs: the kubelet lists exclusive-capable CPUs only under the static policy; otherwise every
+    CPU but the reserved ones is allocatable and available."""
+    machine, allocatable = inputs.machine, inputs.allocatable
+    if allocatable is None or not allocatable.cpu_ids:
+        reserved = set(inputs.kubelet.reserved_system_cpus)
+        for n in machine.nodes:
+            zones[n.id].allocatable["cpu"] = Decimal(len([c for c in n.cpus if c not in reserved]))
+        attributes[NRT_ATTR_CPU_SOURCE] = "estimated: CPUs not pinned (cpuManagerPolicy is not static)"
+        return
+    attributes[NRT_ATTR_CPU_SOURCE] = "cpu-manager"
+    cpu_node = machine.cpu_to_node()
+    for zone in zones.values():
+        zone.allocatable["cpu"] = Decimal(0)
+    for cpu in allocatable.cpu_ids:
+        if cpu in cpu_node:
+            zones[cpu_node[cpu]].allocatable["cpu"] += 1
+    for pod in inputs.pods or ():
+        for container in pod.containers:
+            for cpu in container.cpu_ids:
+                if cpu in cpu_node:
+                    zones[cpu_node[cpu]].used["cpu"] += 1
+    if state is None or state.policy != "static":
+        return
+    # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out
+    # (with what pods it no longer runs still hold until it notices).
+    pool = set(state.default_cpus)
+    for uid in stale:
+        for cpus in state.entries.get(uid, {}).values():
+            pool |= cpus
+    handed = pool & set(allocatable.cpu_ids)
+    threads = machine.threads_per_core
+    if threads is not None:
+        attributes[NRT_ATTR_THREADS_PER_CORE] = str(threads)
+    for n in machine.nodes:
+        zone = zones[n.id]
+        zone.used["cpu"] = zone.allocatable["cpu"] - sum(1 for cpu in handed if cpu_node.get(cpu) == n.id)
+        if threads is not None:
+            zone.attributes[NRT_ZONE_ATTR_FREE_CORES] = str(sum(1 for core in n.cores if handed.issuperset(core)))
+
+
+def _memory(
+    inputs: Inputs, state: MemoryState | None, stale: set[str], zones: dict[int, _Figures], attributes: dict[str, str]
+) -> None:
+    """Memory and hugepages: only the Static Memory Manager reports them per NUMA node (and its
+    checkpoint how they are grouped); otherwise they are estimated and all available."""
+    allocatable = inputs.allocatable
+    if allocatable is None or not allocatable.memory:
+        for n_id, amount in _estimated_memory(inputs).items():
+            zones[n_id].allocatable["memory"] = amount
+        for n in inputs.machine.nodes:
+            for name, size in n.hugepages.items():
+                reserved = inputs.kubelet.reserved_memory.get(n.id, {}).get(name, Decimal(0))
+                zones[n.id].allocatable[name] = max(Decimal(0), Decimal(size) - reserved)
+        attributes[NRT_ATTR_MEMORY_SOURCE] = (
+            "estimated: Memory Manager not Static; from sysfs and the node's allocatable"
+        )
+        return
+    attributes[NRT_ATTR_MEMORY_SOURCE] = "memory-manager"
+    for block in allocatable.memory:  # one block per NUMA node and type
+        if block.numa and block.numa[0] in zones:
+            zone = zones[block.numa[0]].allocatable
+            zone[block.type] = zone.get(block.type, Decimal(0)) + Decimal(block.size)
+    blocks = [block for pod in inputs.pods or () for c in pod.containers for block in c.memory]
+    for block in blocks:
+        room = {
+            numa: zones[numa].allocatable.get(block.type, Decimal(0)) - zones[numa].used[block.type]
+            for numa in block.numa
+            if numa in zones
+        }
+        for numa, amount in _split(block, room).items():
+            if numa in zones:
+                zones[numa].used[block.type] += amount
+    groups = sorted({block.numa for block in blocks if len(block.numa) > 1})
+    if state is not None and state.policy == "Static":
+        groups = _memory_from_checkpoint(state, stale, zones)
+    if groups:
+        attributes[NRT_ATTR_MEMORY_NUMA_GROUPS] = ";".join(format_cpulist(list(g)) for g in groups)
+
+
+def _memory_from_checkpoint(state: MemoryState, stale: set[str], zones: dict[int, _Figures]) -> list[tuple[int, ...]]:
+    """Pinnable and free memory per zone as the Memory Manager counts them, what pods it no longer
+    runs hold given back; the groups of NUMA nodes that pinned memory spans."""
+    free = {n: dict(z.free) for n, z in state.zones.items()}
+    for uid in stale:
+        for held in state.entries.get(uid, {}).values():
+            for kind, size, numas in held:
+                left = Decimal(size)
+                for numa in numas:  # given back in the order the kubelet took it
+                    zone = state.zones.get(numa)
+                    if zone is None or left <= 0:
+                        continue
+                    back = min(zone.allocatable.get(kind, Decimal(0)) - free[numa].get(kind, Decimal(0)), left)
+                    free[numa][kind] = free[numa].get(kind, Decimal(0)) + back
+                    left -= back
+    for numa, zone in state.zones.items():
+        if numa in zones:
+            for kind, pinnable in zone.allocatable.items():
+                zones[numa].allocatable[kind] = pinnable
+                zones[numa].used[kind] = pinnable - free[numa].get(kind, pinnable)
+    # Each pinned block counts one assignment on each of its zones; the kubelet drops stale pods'
+    # blocks before it computes the next hints, and a zone left without any is its own group again.
+    stale_blocks = Counter(
+        numa for uid in stale for held in state.entries.get(uid, {}).values() for _, _, numas in held for numa in numas
+    )
+    live = {
+        numa: zone.cells
+        for numa, zone in state.zones.items()
+        if numa in zones and zone.assignments - stale_blocks[numa] > 0
+    }
+    for numa, cells in live.items():
+        zones[numa].attributes[NRT_ZONE_ATTR_MEMORY_CELLS] = format_cpulist(list(cells))
+    return sorted({cells for cells in live.values() if len(cells) > 1})
+
+
+def _devices(inputs: Inputs, zones: dict[int, _Figures]) -> None:
+    """Devices with topology count once, on the lowest of their NUMA nodes; the others are
+    host-level and not in any zone."""
+    if inputs.allocatable is None:
+        return
+    device_zone: dict[tuple[str, str], int] = {}
+    for devices in inputs.allocatable.devices:
+        numa = min(devices.numa, default=None)
+        if numa is None or numa not in zones:
+            continue
+        zone = zones[numa]
+        for device_id in devices.ids:
+            device_zone[(devices.resource, device_id)] = numa
+            zone.allocatable[devices.resource] = zone.allocatable.get(devices.resource, Decimal(0)) + 1
+            zone.capacity[devices.resource] = zone.capacity.get(devices.resource, Decimal(0)) + 1
+    for pod in inputs.pods or ():
+        for container in pod.containers:
+            for devices in container.devices:
+                for device_id in devices.ids:
+                    numa = device_zone.get((devices.resource, device_id))
+                    if numa is not None:
+                        zones[numa].used[devices.resource] += 1
+
+
+def _kubelet_attributes(kubelet: KubeletConfig) -> dict[str, str]:
+    """The kubelet's policies, as the scheduler side needs them to predict its admission."""
+    attributes = {
+        NRT_ATTR_TOPOLOGY_MANAGER_POLICY: kubelet.topology_manager_policy,
+        NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: kubelet.topology_manager_scope,
+        NRT_ATTR_CPU_MANAGER_POLICY: kubelet.cpu_manager_policy,
+        NRT_ATTR_MEMORY_MANAGER_POLICY: kubelet.memory_manager_policy,
+    }
+    if kubelet.topology_manager_policy_options:
+        attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS] = ",".join(
+            f"{k}={v}" for k, v in sorted(kubelet.topology_manager_policy_options.items())
+        )
+    if kubelet.reserved_system_cpus:
+        attributes[NRT_ATTR_RESERVED_SYSTEM_CPUS] = format_cpulist(kubelet.reserved_system_cpus)
+    return attributes
+
+
+def _zone(node: NumaNode, figures: _Figures) -> Zone:
+    """A zone of the NRT: capacity, allocatable and available of every resource it has, its
+    distances to the other zones."""
+    resources = []
+    for name in sorted(set(figures.capacity) | set(figures.allocatable)):
+        allocatable = figures.allocatable.get(name, Decimal(0))
+        capacity = max(figures.capacity.get(name, allocatable), allocatable)
+        available = max(Decimal(0), allocatable - figures.used.get(name, Decimal(0)))
+        resources.append(
+            ResourceInfo(
+                name=name,
+                capacity=str(int(capacity)),
+                allocatable=str(int(allocatable)),
+                available=str(int(available)),
+            )
+        )
+    costs = [CostInfo(name=zone_name(other), value=d) for other, d in sorted(node.distances.items())] or None
+    zone = Zone(name=zone_name(node.id), type=NRT_ZONE_TYPE_NODE, costs=costs, resources=resources)
+    if figures.attributes:  # set only when there are some: unset fields are not sent
+        zone.attributes = [AttributeInfo(name=k, value=v) for k, v in sorted(figures.attributes.items())]
+    return zone
 
 
 def topology_policy(kubelet: KubeletConfig) -> str:

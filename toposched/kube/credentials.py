@@ -124,15 +124,6 @@ class Credentials:
         issued = self.issued.token if self.issued else None
         return issued or self.token
 
-    def headers(self, content_type: str | None = None) -> dict[str, str]:
-        """A JSON request's headers, with the bearer token when there is one."""
-        headers = {"Accept": "application/json"}
-        if self.bearer:
-            headers["Authorization"] = f"Bearer {self.bearer}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
-
     @property
     def client_pair(self) -> tuple[bytes, bytes] | None:
         if self.issued is not None and self.issued.cert and self.issued.key:

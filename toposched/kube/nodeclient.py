@@ -2,33 +2,26 @@
 
 They run on every node, so their footprint counts: importing kubernetes_asyncio's generated
 client costs about 60 MiB resident (aiohttp alone 9 MiB), while these daemons make about one
-plain JSON call a second; the standard library's urllib in a worker thread does that.
-Authentication: ``credentials`` (the pod's service account, its token re-read as it rotates,
-else the current context of $KUBECONFIG / ~/.kube/config).
+plain JSON call a second; the standard library's urllib in a worker thread does that. Requests
+and answers are ``api``'s, as for the operators' ``rest``. Authentication: ``credentials`` (the
+pod's service account, its token re-read as it rotates, else the current context of
+$KUBECONFIG / ~/.kube/config).
 """
 
 import asyncio
-import json
 import urllib.error
-import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from toposched.kube import credentials
+from toposched.kube import api, credentials
+from toposched.kube.api import ApiError as ApiError
 from toposched.kube.credentials import Credentials
-
-
-class ApiError(RuntimeError):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status = status
 
 
 class KubeAPI:
     def __init__(self, creds: Credentials) -> None:
         self.creds = creds
-        self.server = creds.server.rstrip("/")
         self._ssl = creds.ssl_context()
 
     @classmethod
@@ -40,30 +33,24 @@ class KubeAPI:
         return cls(credentials.from_kubeconfig(path))
 
     async def request(
-        self, method: str, path: str, body: Any = None, content_type: str = "application/json", **params: str
+        self, method: str, path: str, body: Any = None, content_type: str = api.JSON, **params: str
     ) -> Any:
-        url = self.server + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        data = None if body is None else json.dumps(body).encode()
-        return await asyncio.to_thread(self._send, method, url, data, content_type)
+        """The answer's JSON (None when empty); an error status raises ApiError."""
+        return await asyncio.to_thread(self._send, method, path, body, content_type, params)
 
-    def _send(self, method: str, url: str, data: bytes | None, content_type: str) -> Any:
+    def _send(self, method: str, path: str, body: Any, content_type: str, params: dict[str, str]) -> Any:
         before = self.creds.client_pair
         self.creds = self.creds.refreshed()  # a rotated token file, an expired exec credential
         if self.creds.client_pair != before:
             self._ssl = self.creds.ssl_context()
-        headers = self.creds.headers(content_type if data else None)
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        call = api.request(self.creds, method, path, body, content_type, params)
+        sent = urllib.request.Request(call.url, data=call.body, method=call.method, headers=call.headers)
         try:
-            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as response:
-                text = response.read().decode()
+            with urllib.request.urlopen(sent, context=self._ssl, timeout=api.TIMEOUT_SECONDS) as response:
+                status, raw = response.status, response.read()
         except urllib.error.HTTPError as exc:
-            text = exc.read().decode(errors="replace")
-            try:
-                message = json.loads(text).get("message", text)
-            except ValueError:
-                message = text
-            raise ApiError(exc.code, message) from None
-        return json.loads(text) if text else None
+            status, raw = exc.code, exc.read()
+        return api.answer(status, raw)
 
     async def close(self) -> None:
         """Nothing to release: every call uses its own connection."""

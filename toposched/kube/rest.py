@@ -2,7 +2,9 @@
 
 They read and write a handful of resources as dicts (lists and watches through ``watch``,
 merge patches, Bindings, Events, Leases). The generated client does the same work through
-models they never use, and importing it costs about 60 MiB resident per process.
+models they never use, and importing it costs about 60 MiB resident per process. What goes out
+and how an answer is read is ``api``'s, shared with the node daemons' ``nodeclient``; this module
+is the transport: a pooled session, token refreshes, a 401 tried once more.
 """
 
 import asyncio
@@ -10,48 +12,20 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
-import orjson
 
-from toposched.kube import credentials
+from toposched.kube import api, credentials
+from toposched.kube.api import MERGE_PATCH as MERGE_PATCH
+from toposched.kube.api import STRATEGIC_MERGE_PATCH as STRATEGIC_MERGE_PATCH
+from toposched.kube.api import ApiError as ApiError
+from toposched.kube.api import path as path
 from toposched.kube.credentials import Credentials
 
-TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=5)
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+TIMEOUT = aiohttp.ClientTimeout(total=api.TIMEOUT_SECONDS, sock_connect=5)
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 Lister = Callable[..., Awaitable[Any]]
-
-
-class ApiError(RuntimeError):
-    """The apiserver answered with an error status (its Status message in ``reason``)."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"{status}: {reason}")
-        self.status = status
-        self.reason = reason
-
-
-def status_message(body: bytes) -> str:
-    """The message of an apiserver's Status answer, or the start of whatever came instead."""
-    try:
-        status = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        status = None
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        return str(status["message"])
-    return body[:200].decode(errors="replace")
-
-
-def path(group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
-    """The URL path of a collection or an object (``group`` "" for the core API)."""
-    root = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-    scope = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
-    return f"{root}{scope}/{plural}" + (f"/{quote(name, safe='')}" if name else "")
-
 
 # The query parameters a lister takes, by the generated client's keyword names (``watch.follow``
 # passes these, and tests hand it listers of either client).
@@ -73,7 +47,6 @@ class Kube:
 
     def __init__(self, creds: Credentials, pool_size: int = 16) -> None:
         self.creds = creds
-        self.server = creds.server.rstrip("/")
         self._pool_size = pool_size
         self._session: aiohttp.ClientSession | None = None
         self._ssl = creds.ssl_context()  # a CA or key that cannot be loaded fails here, not per request
@@ -107,20 +80,19 @@ class Kube:
         method: str,
         url_path: str,
         body: Any = None,
-        content_type: str = "application/json",
-        params: Mapping[str, str] | None = None,
+        content_type: str = api.JSON,
+        params: Mapping[str, object] | None = None,
         client_timeout: aiohttp.ClientTimeout = TIMEOUT,
     ) -> aiohttp.ClientResponse:
         """The response, unread (the caller reads or releases it); error statuses included."""
-        data = None if body is None else orjson.dumps(body)
         for attempt in (0, 1):
             session = await self._ensure()
+            call = api.request(self.creds, method, url_path, body, content_type, params)
             response = await session.request(
-                method,
-                self.server + url_path,
-                data=data,
-                params=params,
-                headers=self.creds.headers(content_type if data is not None else None),
+                call.method,
+                call.url,
+                data=call.body,
+                headers=call.headers,
                 timeout=client_timeout,
                 server_hostname=self.creds.tls_server_name,
                 proxy=self.creds.proxy,
@@ -138,9 +110,7 @@ class Kube:
             raw = await response.read()
         finally:
             response.release()
-        if not 200 <= response.status < 300:
-            raise ApiError(response.status, status_message(raw))
-        return orjson.loads(raw) if raw else None
+        return api.answer(response.status, raw)
 
     async def get(self, url_path: str, **params: str) -> Any:
         return await self._answer(await self.send("GET", url_path, params=params or None))
@@ -163,7 +133,7 @@ class Kube:
         async def call(
             _preload_content: bool = False, _request_timeout: aiohttp.ClientTimeout = TIMEOUT, **kwargs: Any
         ) -> aiohttp.ClientResponse:
-            params = {_PARAMS[k]: _query(v) for k, v in kwargs.items() if v is not None}
+            params = {_PARAMS[k]: v for k, v in kwargs.items()}
             return await self.send("GET", url_path, params=params, client_timeout=_request_timeout)
 
         return call
@@ -178,10 +148,6 @@ class Kube:
 
     async def __aexit__(self, *_: object) -> None:
         await self.close()
-
-
-def _query(value: object) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 async def connect(pool_size: int = 16) -> Kube:

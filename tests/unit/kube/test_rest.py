@@ -1,5 +1,6 @@
 """The operators' and schedhook's API client against a scripted HTTP server: errors carry the
-apiserver's message, a rotated token is picked up on a 401, list parameters keep their names."""
+apiserver's message, a rotated token is picked up on a 401, list parameters keep their names
+(what it shares with the node daemons' client: test_api)."""
 
 from pathlib import Path
 from typing import Any
@@ -10,23 +11,6 @@ from aiohttp.test_utils import TestServer
 
 from toposched.kube import rest
 from toposched.kube.credentials import Credentials
-
-
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        pytest.param(("", "v1", "pods"), "/api/v1/pods", id="core-cluster-wide"),
-        pytest.param(("", "v1", "pods", "ns", "p"), "/api/v1/namespaces/ns/pods/p", id="core-namespaced"),
-        pytest.param(
-            ("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", None, "node-1"),
-            "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/node-1",
-            id="group-cluster-scoped-object",
-        ),
-        pytest.param(("", "v1", "pods", "ns", "a/b"), "/api/v1/namespaces/ns/pods/a%2Fb", id="name-escaped"),
-    ],
-)
-def test_paths(args: tuple[Any, ...], expected: str) -> None:
-    assert rest.path(*args) == expected
 
 
 def serve(handler: Any) -> TestServer:

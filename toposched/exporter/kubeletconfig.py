@@ -12,7 +12,7 @@ from typing import Any
 from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.sysfs import SysfsError, parse_cpulist
-from toposched.kube.files import InputError, load_yaml, read_text
+from toposched.localfiles import InputError, load_yaml, read_text
 
 DEFAULT_EVICTION_MEMORY = Decimal(100 * 2**20)
 """The kubelet's default evictionHard memory.available."""

@@ -28,7 +28,7 @@ from toposched.apis.limits import (
     MAX_NUMA_NODES,
     MAX_SYSFS_FILE_BYTES,
 )
-from toposched.kube.files import InputError, read_optional
+from toposched.localfiles import InputError, read_optional
 
 _RANGE = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
 _INTEGER = re.compile(r"-?[0-9]{1,19}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toposched.apis.constants import WEIGHT_NETPERF
-from toposched.kube.files import InputError, manifests
+from toposched.localfiles import InputError, manifests
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

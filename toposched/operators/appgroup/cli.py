@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from toposched.apis.appgroup import AppGroup, SortingAlgorithm
 from toposched.apis.errors import problems
 from toposched.apis.limits import MAX_FILE_BYTES
-from toposched.kube.files import InputError, manifests
+from toposched.localfiles import InputError, manifests
 from toposched.operators.appgroup.toposort import InvalidSpecError, build_graph, describe_cycles, sort_graph
 
 

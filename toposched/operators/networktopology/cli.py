@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from toposched.apis.errors import problems
 from toposched.apis.netperf import PERCENTILES, parse
 from toposched.apis.networktopology import NetworkTopology
-from toposched.kube.files import InputError, manifests
+from toposched.localfiles import InputError, manifests
 from toposched.operators.networktopology.costs import NodeInfo, compute, node_info
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toposched.kube.files import InputError, load_yaml, manifests, read_optional, read_text
+from toposched.localfiles import InputError, load_yaml, manifests, read_optional, read_text
 
 
 def _fifo(path: Path) -> None:

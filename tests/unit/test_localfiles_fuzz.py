@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from testkit.fuzz import YAML_SPLICES, mutate_text, one_line, parse_error
 from testkit.paths import EXAMPLES
-from toposched.kube.files import load_yaml
+from toposched.localfiles import load_yaml
 
 TEXTS = [path.read_text() for path in sorted(EXAMPLES.glob("*.yaml"))]
 

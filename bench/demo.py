@@ -46,6 +46,7 @@ from toposched.apis.constants import (
     APPGROUP_LABEL,
     NUMA_ZONES_ANNOTATION,
     REGION_LABEL,
+    WEIGHT_NETPERF,
     WORKLOAD_LABEL,
     ZONE_LABEL,
 )
@@ -223,7 +224,7 @@ def dependency_costs(run: Run, appgroup: AppGroup, nt: NetworkTopology) -> dict[
     """(workload, dependency) -> the network cost between their pods' nodes as the extender counts
     it (0 same node, 1 same zone, else the zone or region pair's NetperfCosts); None if either is
     not placed."""
-    links = links_of(nt, "NetperfCosts")
+    links = links_of(nt, WEIGHT_NETPERF)
     locations = {name: Location(region, zone) for name, (region, zone) in NODES.items()}
     out: dict[tuple[str, str], int | None] = {}
     for item in appgroup.spec.workloads:

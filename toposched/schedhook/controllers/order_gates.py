@@ -1,4 +1,4 @@
-"""Release gated AppGroup pods in topology order. Pure decision, I/O in schedhook.webhook.
+"""Release gated AppGroup pods in topology order. Pure decision; the I/O is ``gate_release``'s.
 
 A gated pod of workload W is released when no pod of a workload placed earlier (a lower index
 in the AppGroup's status.topologyOrder) is still unbound, or when it has waited long enough

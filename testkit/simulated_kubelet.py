@@ -21,7 +21,7 @@ from toposched.apis.constants import (
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
 )
 from toposched.apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
-from toposched.schedhook.placement.kubelet import predict
+from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.model import NodeTopology, NumaZone, Pod, container_request
 
 GPU = "example.com/gpu"

@@ -44,7 +44,7 @@ from toposched.exporter.kubeletconfig import load
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.sysfs import read_machine
 from toposched.exporter.topology import Inputs, PodUse, build
-from toposched.schedhook.placement.kubelet import predict
+from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.model import Pod
 from toposched.schedhook.placement.parse import from_nrt, pod_from_spec
 

@@ -45,7 +45,8 @@ from toposched.apis.constants import (
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
 )
 from toposched.apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
-from toposched.schedhook.placement.freshness import accounted, exclusive
+from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.parse import placed_pod, pod_from_spec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds", "real_nodes")]
@@ -102,7 +103,7 @@ async def _fingerprint_matches(api: client.ApiClient, exporter: NodeExporter) ->
     ]
     attributes = nrt_attributes(nrt)
     cpu, memory = attributes[NRT_ATTR_CPU_MANAGER_POLICY], attributes[NRT_ATTR_MEMORY_MANAGER_POLICY]
-    counted = [(ns, name) for ns, name, pod in held if exclusive(pod, cpu, memory)]
+    counted = [(ns, name) for ns, name, pod in held if holds_exclusive(pod, cpu, memory)]
     assert attributes[NRT_ATTR_PODS_FINGERPRINT_METHOD] == METHOD_EXCLUSIVE
     return fingerprint(counted) == attributes[NRT_ATTR_PODS_FINGERPRINT] and accounted(
         attributes, held, lag=0

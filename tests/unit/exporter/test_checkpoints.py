@@ -26,8 +26,8 @@ from toposched.exporter.kubeletconfig import parse as parse_kubelet
 from toposched.exporter.sysfs import Machine, read_machine
 from toposched.exporter.topology import Allocatable, ContainerUse, Inputs, MemoryBlock, PodUse
 from toposched.exporter.topology import build as build_nrt
+from toposched.schedhook.placement.kubelet.topologymanager import mask
 from toposched.schedhook.placement.parse import from_nrt
-from toposched.schedhook.placement.topologymanager import mask
 
 GI = 2**30
 

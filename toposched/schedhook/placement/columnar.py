@@ -2,41 +2,37 @@
 
 The commonest case -- one container, a node under single-numa-node that says which resource
 managers run, LeastAllocated or MostAllocated scoring -- is answered for every such node with a
-handful of array operations instead of a Python loop per node (``fast.py`` is the same rule for
-one node; a property test checks the two agree with ``numa.predict``). Quantities are integers in
-thousandths (requests rounded up, capacities down), so comparisons and score divisions are exact.
+handful of array operations instead of a Python loop per node. It writes no kubelet rule of its
+own: it calls the predictor's functions (``kubelet.claims``, ``kubelet.hints`` on the single zones,
+``topologymanager.single_numa_choice``) and the scorer's (``score.allocation_score``) on its
+columns, where the predictor calls them on one node's. (Under single-numa-node, a one-container
+pod's allocations cannot fail once its merged hint is admitted: every manager takes what the
+chosen zone has free.) Quantities are integers in thousandths (requests rounded up, capacities
+down), as the predictor's hints count them.
 
 The table is kept between calls: ``sync`` rebuilds only the rows whose NodeTopology object changed.
 """
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import Decimal
 
 import numpy as np
-import numpy.typing as npt
 
-from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, Pod, container_request, numa_affine
-from toposched.schedhook.placement.score import LEAST_ALLOCATED, MAX_SCORE, MOST_ALLOCATED
-from toposched.schedhook.placement.topologymanager import SINGLE_NUMA_NODE
+from toposched.schedhook.placement.kubelet import hints
+from toposched.schedhook.placement.kubelet.claims import CPU, STATIC_CPU, STATIC_MEMORY, container_claims
+from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli, milli_request
+from toposched.schedhook.placement.kubelet.state import memory_groups
+from toposched.schedhook.placement.kubelet.topologymanager import SINGLE_NUMA_NODE, single_numa_choice
+from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, Pod, container_request
+from toposched.schedhook.placement.score import EXACT, LEAST_ALLOCATED, MAX_SCORE, MOST_ALLOCATED, allocation_score
 
-Ints = npt.NDArray[np.int64]
-Bools = npt.NDArray[np.bool_]
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 MEMO_SHAPES = 32
 """Pod shapes whose answers a table keeps (least recently used dropped first)."""
 MEMO_DETAILS = 4096
 """Shortfall texts a memo may collect over its patches (at least twice its first count)."""
-
-
-EXACT = np.iinfo(np.int64).max // MAX_SCORE
-"""Free amounts (in thousandths) above this make ``share * MAX_SCORE`` overflow 64 bits: zones
-with tens of TiB of memory, which the bounds (``apis.limits``) allow; scored with Python ints."""
-
-
-def milli(value: Decimal, rounding: str = ROUND_FLOOR) -> int:
-    return int((value * 1000).to_integral_value(rounding))
 
 
 @dataclass
@@ -72,6 +68,9 @@ class NodeTable:
         "reported",
         "in_available",
         "single_numa",
+        "grouped",
+        "cpu_zones",
+        "zone_count",
         "cpu_static",
         "memory_static",
         "pod_scope",
@@ -90,13 +89,18 @@ class NodeTable:
         """Some zone lists the resource in allocatable (a device no zone reports is host-level)."""
         self.in_available = np.zeros((resources, rows), dtype=np.bool_)
         self.single_numa = np.zeros(rows, dtype=np.bool_)
+        self.grouped = np.zeros((zones, rows), dtype=np.bool_)
+        """The zone's pinned memory belongs to a multi-NUMA group (no single-zone memory hint)."""
+        self.cpu_zones = np.zeros(rows, dtype=np.int64)
+        """How many zones have CPUs (the NUMA nodes the CPU manager knows)."""
+        self.zone_count = np.zeros(rows, dtype=np.int64)
         self.cpu_static = np.zeros(rows, dtype=np.bool_)
         self.memory_static = np.zeros(rows, dtype=np.bool_)
         self.pod_scope = np.zeros(rows, dtype=np.bool_)
         self.version = np.zeros(rows, dtype=np.int64)
         """Bumped whenever a row is refilled or vacated: memoised answers of other rows stay valid."""
         self.large = False
-        """Some row holds an amount above ``EXACT`` (kept until the table is rebuilt)."""
+        """Some row holds an amount above ``score.EXACT`` (kept until the table is rebuilt)."""
         self._memo: OrderedDict[tuple[object, ...], _Memo] = OrderedDict()
 
     def sync(self, nodes: Mapping[str, NodeTopology]) -> None:
@@ -189,9 +193,15 @@ class NodeTable:
                 self.reported[self.columns[resource], i] = True
             for resource in zone.available:
                 self.in_available[self.columns[resource], i] = True
+        groups = memory_groups(node)
+        self.grouped[:, i] = False
+        if groups:
+            self.grouped[: len(node.zones), i] = [zone.numa in groups for zone in node.zones]
+        self.zone_count[i] = len(node.zones)
+        self.cpu_zones[i] = sum(1 for zone in node.zones if zone.capacity.get(CPU, Decimal(0)) > 0)
         self.single_numa[i] = node.policy == SINGLE_NUMA_NODE and node.knows_managers
-        self.cpu_static[i] = node.cpu_manager == "static"
-        self.memory_static[i] = node.memory_manager == "Static"
+        self.cpu_static[i] = node.cpu_manager == STATIC_CPU
+        self.memory_static[i] = node.memory_manager == STATIC_MEMORY
         self.pod_scope[i] = node.scope == "pod"
         self.version[i] += 1
 
@@ -219,7 +229,8 @@ class NodeTable:
         key = (tuple(request.items()), pod.qos, strategy, tuple(sorted(weights.items())))
         memo = self._memo.get(key)
         if memo is None or len(memo.answer.details) > memo.limit:
-            memo = _Memo(self.version.copy(), self._compute(pod, None, strategy, weights))
+            query = _Query(pod, strategy, weights)
+            memo = _Memo(query, self.version.copy(), self._compute(query, None))
             self._memo[key] = memo
             self._memo.move_to_end(key)
             while len(self._memo) > MEMO_SHAPES:
@@ -228,7 +239,7 @@ class NodeTable:
             self._memo.move_to_end(key)
             dirty = np.flatnonzero(memo.version != self.version)
             if len(dirty):
-                memo.patch(dirty, self._compute(pod, dirty, strategy, weights))
+                memo.patch(dirty, self._compute(memo.query, dirty))
                 memo.version[dirty] = self.version[dirty]
         whole = memo.answer
         return Answer(
@@ -239,126 +250,156 @@ class NodeTable:
             details=whole.details,
         )
 
-    def _compute(self, pod: Pod, rows: Ints | None, strategy: str, weights: Mapping[str, int]) -> Answer:
+    def _compute(self, query: "_Query", rows: Ints | None) -> Answer:
         """The answers for ``rows`` (None: every row, read in place without gathering)."""
-        at: Ints | slice = slice(None) if rows is None else rows
-        numa = self.numa[:, at]
-        count = numa.shape[1]
-        valid = numa >= 0
-        admitted = np.ones(count, dtype=np.bool_)
-        zone_ok = valid.copy()
-        hinted = np.zeros(count, dtype=np.bool_)
-        guaranteed = pod.qos == "Guaranteed"
-        request = container_request(pod.containers[0])
-        for resource, amount in request.items():
-            if amount <= 0 or resource in HOST_LEVEL:
-                continue
-            column = self.columns.get(resource)
-            if resource == "cpu":
-                if not (guaranteed and amount == amount.to_integral_value()):
-                    continue
-                applies = self.cpu_static[at]
-                bound = self.capacity
-            elif numa_affine(resource):
-                if not guaranteed:
-                    continue
-                applies = self.memory_static[at]
-                bound = self.allocatable
-            else:
-                if column is None:
-                    continue  # no node reports it: no hint anywhere
-                applies = self.reported[column, at]
-                bound = self.allocatable
-            if not applies.any():
-                continue
-            wanted = milli(amount, ROUND_CEILING)
-            if column is None:  # hinted but absent from every zone: no zone can hold it
-                admitted &= ~applies
-                zone_ok &= ~applies
-            else:
-                admitted &= ~applies | ((bound[column][:, at] >= wanted) & valid).any(axis=0)
-                zone_ok &= ~applies | (self.available[column][:, at] >= wanted)
-            hinted |= applies
-        admitted &= zone_ok.any(axis=0) | ~hinted
-        first = zone_ok.argmax(axis=0)
-        picked = np.arange(count)
-        zone = np.where(hinted, numa[first, picked], -1)
-        if guaranteed:
-            score = self._score(request, at, hinted, picked, first, valid, strategy, weights)
+        view = _Rows(self, slice(None) if rows is None else rows)
+        valid = view.numa >= 0
+        admitted, first = single_numa_choice(view.preferred(query), valid)
+        hinted = first >= 0
+        first = np.maximum(first, 0)
+        picked = np.arange(len(first))
+        zone = np.where(hinted, view.numa[first, picked], -1)
+        if query.guaranteed:
+            score = view.score(query, hinted, picked, first, valid)
         else:
-            score = np.full(count, MAX_SCORE, dtype=np.int64)
-        shortfall, details = self._shortfall(request, at, admitted)
+            score = np.full(len(first), MAX_SCORE, dtype=np.int64)
+        shortfall, details = first_shortfall(
+            query.requests, view.available_of, len(admitted), np.flatnonzero(~admitted)
+        )
         return Answer(admitted=admitted, numa_zone=zone, score=score, shortfall=shortfall, details=details)
 
-    def _score(
-        self,
-        request: Mapping[str, Decimal],
-        at: Ints | slice,
-        hinted: Bools,
-        picked: Ints,
-        first: Ints,
-        valid: Bools,
-        strategy: str,
-        weights: Mapping[str, int],
-    ) -> Ints:
-        """Least/MostAllocated on the predicted zone (every zone merged when no request got a hint)."""
+
+class _Query:
+    """What a pod shape asks of every row, worked out once for all its evaluations."""
+
+    def __init__(self, pod: Pod, strategy: str, weights: Mapping[str, int]) -> None:
+        request = container_request(pod.containers[0])
+        self.requests = list(request.items())
+        self.guaranteed = pod.qos == "Guaranteed"
+        self.strategy = strategy
+        claims = container_claims(pod, pod.containers[0])
+        self.cpus = milli_request(Decimal(claims.cpus))
+        self.memory = list(claims.memory)
+        self.memory_amounts = np.array([milli_request(q) for q in claims.memory.values()], dtype=np.int64)
+        self.devices = [(r, milli_request(q)) for r, q in claims.devices.items()]
         scored = {r: q for r, q in request.items() if q > 0 and r not in HOST_LEVEL}
-        count = len(picked)
-        if not scored:
-            return np.zeros(count, dtype=np.int64)
-        total = np.zeros(count, dtype=np.int64)
-        weight_sum = 0
-        for resource, amount in scored.items():
+        self.scored = list(scored)
+        self.wanted = np.array([milli_request(q) for q in scored.values()], dtype=np.int64)
+        self.weights = np.array([weights.get(r, 1) for r in scored], dtype=np.int64)
+
+
+class _Rows:
+    """Some rows of a table, each array gathered once (views of the table when ``at`` is every row)."""
+
+    def __init__(self, table: NodeTable, at: Ints | slice) -> None:
+        self.columns = table.columns
+        self.large = table.large
+        self.numa = table.numa[:, at]
+        self.capacity = table.capacity[:, :, at]
+        self.allocatable = table.allocatable[:, :, at]
+        self.available = table.available[:, :, at]
+        self.reported = table.reported[:, at]
+        self.in_available = table.in_available[:, at]
+        self.cpu_static = table.cpu_static[at]
+        self.memory_static = table.memory_static[at]
+        self.cpu_zones = table.cpu_zones[at]
+        self.zone_count = table.zone_count[at]
+        self.grouped = table.grouped[:, at]
+
+    def preferred(self, query: _Query) -> list[tuple[Bools, Bools]]:
+        """Per manager that may hint: on which rows it does, and its preferred single zones there."""
+        singles = hints.single_zones(self.numa.shape[0])
+        out = []
+        if query.cpus:
+            capacity, available = self.column(self.capacity, CPU), self.column(self.available, CPU)
+            _, prefers = hints.cpu_hints(singles, capacity, available, query.cpus, known=self.cpu_zones)
+            out.append((self.cpu_static, prefers))
+        if query.memory:
+            _, prefers = hints.memory_hints(
+                singles,
+                self.stacked(self.allocatable, query.memory),
+                self.stacked(self.available, query.memory),
+                query.memory_amounts,
+                known=self.zone_count,
+                allowed=~self.grouped,
+            )
+            out.append((self.memory_static, prefers))
+        for resource, amount in query.devices:
             column = self.columns.get(resource)
             if column is None:
-                free = np.zeros(count, dtype=np.int64)
-            else:
-                per_zone = np.where(valid, self.available[column][:, at], 0)
-                free = np.where(hinted, per_zone[first, picked], per_zone.sum(axis=0))
-            wanted = milli(amount, ROUND_CEILING)
-            usable = (free > 0) & (wanted <= free)
-            safe = np.where(free > 0, free, 1)
-            share = wanted if strategy == MOST_ALLOCATED else free - wanted
-            if self.large:  # exact, as the products may not fit 64 bits
-                value = np.array(
-                    [
-                        s * MAX_SCORE // f
-                        for s, f in zip(np.broadcast_to(share, safe.shape).tolist(), safe.tolist(), strict=True)
-                    ],
-                    dtype=np.int64,
-                )
-            else:
-                value = share * MAX_SCORE // safe
-            weight = max(1, weights.get(resource, 1))
-            total += np.where(usable, value, 0) * weight
-            weight_sum += weight
-        return total // weight_sum
+                continue  # no node's zones report it: no hint anywhere
+            _, prefers = hints.device_hints(
+                singles, self.allocatable[column], self.available[column], amount, self.zone_count
+            )
+            out.append((self.reported[column], prefers))
+        return out
 
-    def _shortfall(self, request: Mapping[str, Decimal], at: Ints | slice, admitted: Bools) -> tuple[Ints, list[str]]:
-        detail = np.full(len(admitted), -1, dtype=np.int64)
-        details: list[str] = []
-        open_ = np.flatnonzero(~admitted)
-        for resource, amount in request.items():  # the first short request (in request order) is named
-            column = self.columns.get(resource)
-            if column is None or not len(open_):
-                continue
-            which = open_ if isinstance(at, slice) else at[open_]
-            best = self.available[column][:, which].max(axis=0)
-            short = self.in_available[column, which] & (milli(amount, ROUND_CEILING) > best)
-            if not short.any():
-                continue
-            values, of = np.unique(best[short], return_inverse=True)  # a few distinct values among many rows
-            detail[open_[short]] = len(details) + of.reshape(-1)
-            head = f"{resource} {show_quantity(amount)} requested, best zone has "
-            details.extend(f"{head}{show_quantity(Decimal(v) / 1000)} available" for v in values.tolist())
-            open_ = open_[~short]
-        return detail, details
+    def column(self, array: Ints, resource: str) -> Ints:
+        """[zone, row] of one resource; zeros where no row has it."""
+        column = self.columns.get(resource)
+        if column is None:
+            return np.zeros(self.numa.shape, dtype=np.int64)
+        values: Ints = array[column]
+        return values
+
+    def available_of(self, resource: str) -> tuple[Ints, Bools] | None:
+        column = self.columns.get(resource)
+        if column is None:
+            return None
+        return self.available[column], self.in_available[column]
+
+    def stacked(self, array: Ints, resources: Sequence[str]) -> Ints:
+        """[resource, zone, row] of several resources; zeros where no row has one."""
+        found = [self.columns.get(r, -1) for r in resources]
+        if -1 in found:
+            return np.stack([self.column(array, r) for r in resources])
+        values: Ints = array[found]
+        return values
+
+    def score(self, query: _Query, hinted: Bools, picked: Ints, first: Ints, valid: Bools) -> Ints:
+        """Least/MostAllocated on the predicted zone (every zone merged when no request got a hint)."""
+        if not query.scored:
+            return np.zeros(len(picked), dtype=np.int64)
+        per_zone = np.where(valid, self.stacked(self.available, query.scored), 0)
+        free = np.where(hinted, per_zone[:, first, picked], per_zone.sum(axis=1))
+        return allocation_score(query.strategy, query.wanted, free, query.weights, self.large)
+
+
+Available = Callable[[str], "tuple[Ints, Bools] | None"]
+"""resource -> ([zone, row] available, [row] whether some zone reports it), or None: no row has it."""
+
+
+def first_shortfall(
+    requests: Sequence[tuple[str, Decimal]], available: Available, rows: int, rejected: Ints
+) -> tuple[Ints, list[str]]:
+    """Why each of the ``rejected`` rows (of ``rows``) fails, as a position in the returned texts
+    (-1: none found): the first request, in order, that some zone reports but no zone has enough
+    of, e.g. ``cpu 6 requested, best zone has 4 available``."""
+    detail = np.full(rows, -1, dtype=np.int64)
+    details: list[str] = []
+    open_ = rejected
+    for resource, amount in requests:
+        found = available(resource) if len(open_) else None
+        if found is None:
+            continue
+        values, reported = found
+        best = values[:, open_].max(axis=0)
+        short = reported[open_] & (milli_request(amount) > best)
+        if not short.any():
+            continue
+        distinct, of = np.unique(best[short], return_inverse=True)  # a few distinct values among many rows
+        detail[open_[short]] = len(details) + of.reshape(-1)
+        head = f"{resource} {show_quantity(amount)} requested, best zone has "
+        details.extend(f"{head}{show_quantity(Decimal(v) / 1000)} available" for v in distinct.tolist())
+        open_ = open_[~short]
+    return detail, details
 
 
 class _Memo:
     """Answers for every row of the table for one pod shape, with the row versions they saw."""
 
-    def __init__(self, version: Ints, answer: Answer) -> None:
+    def __init__(self, query: _Query, version: Ints, answer: Answer) -> None:
+        self.query = query
         self.version = version
         self.answer = answer
         self._detail_ids = {text: i for i, text in enumerate(answer.details)}

@@ -14,10 +14,11 @@ import numpy.typing as npt
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement import single_numa
-from toposched.schedhook.placement.columnar import Ints, NodeTable, eligible_pod, show_quantity
-from toposched.schedhook.placement.kubelet import predict
-from toposched.schedhook.placement.model import NodeTopology, Pod, Verdict, container_request
+from toposched.schedhook.placement.columnar import NodeTable, eligible_pod, first_shortfall
+from toposched.schedhook.placement.kubelet.admission import predict
+from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli
+from toposched.schedhook.placement.kubelet.topologymanager import NONE, SINGLE_NUMA_NODE
+from toposched.schedhook.placement.model import NodeTopology, Pod, container_request
 from toposched.schedhook.placement.network import (
     Edge,
     Location,
@@ -38,7 +39,6 @@ from toposched.schedhook.placement.podpolicy import (
 )
 from toposched.schedhook.placement.score import MOST_ALLOCATED, node_score
 from toposched.schedhook.placement.snapshot import Snapshot
-from toposched.schedhook.placement.topologymanager import NONE, SINGLE_NUMA_NODE
 
 
 @dataclass
@@ -76,13 +76,17 @@ class NodeResult:
 
 def shortfall(pod: Pod, node: NodeTopology) -> str:
     """Which request no single zone can hold: ``cpu 6 requested, best zone has 4 available``."""
-    for c in [*pod.init_containers, *pod.containers]:
-        for resource, amount in container_request(c).items():
-            best = max((z.available.get(resource, Decimal(0)) for z in node.zones), default=Decimal(0))
-            reported = any(resource in z.available for z in node.zones)
-            if reported and amount > best:
-                return f"{resource} {show_quantity(amount)} requested, best zone has {show_quantity(best)} available"
-    return ""
+    if not node.zones:
+        return ""
+    requests = [(r, q) for c in (*pod.init_containers, *pod.containers) for r, q in container_request(c).items()]
+
+    def available(resource: str) -> tuple[Ints, Bools]:
+        values = [[milli(z.available.get(resource, Decimal(0)))] for z in node.zones]
+        reported = any(resource in z.available for z in node.zones)
+        return np.array(values, dtype=np.int64), np.array([reported])
+
+    detail, details = first_shortfall(requests, available, 1, np.zeros(1, dtype=np.int64))
+    return details[int(detail[0])] if detail[0] >= 0 else ""
 
 
 def _edges(appgroup: AppGroup) -> list[Edge]:
@@ -302,7 +306,6 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: PlacementConfig) 
 def _one_by_one(
     pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: PlacementConfig
 ) -> None:
-    hints: dict[tuple[object, ...], list[tuple[str, float, str]]] = {}
     for i in which:
         name = results.names[i]
         nrt = snapshot.nrts.get(name)
@@ -317,16 +320,8 @@ def _one_by_one(
         except PolicyError as exc:
             results.fail(i, str(exc))
             continue
-        node = nrt if policy == nrt.policy else _with_policy(nrt, policy)
-        if single_numa.applies(pod, node):
-            key = single_numa.hint_key(pod, node)
-            if key not in hints:
-                hints[key] = single_numa.hinted(pod, node) or []
-            admitted, chosen = single_numa.admit_zone(pod, node, hints[key])
-            scope_key = "pod" if node.scope == "pod" else pod.containers[0].name
-            verdict = Verdict(admitted, "" if admitted else f"cannot align {_what(node, pod)}", {scope_key: chosen})
-        else:
-            verdict = predict(node, pod)
+        node = nrt if policy == nrt.policy else replace(nrt, policy=policy)
+        verdict = predict(node, pod)
         if not verdict.admit:
             detail = shortfall(pod, node)
             results.fail(i, f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else ""))
@@ -344,14 +339,6 @@ def _one_by_one(
                 numa_score = 0
         results.numa_score[i] = numa_score
         results.has_numa[i] = True
-
-
-def _what(node: NodeTopology, pod: Pod) -> str:
-    return "pod" if node.scope == "pod" else f"container {pod.containers[0].name}"
-
-
-def _with_policy(node: NodeTopology, policy: str) -> NodeTopology:
-    return replace(node, policy=policy)
 
 
 def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: PlacementConfig) -> None:

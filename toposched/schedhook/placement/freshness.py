@@ -17,28 +17,8 @@ from toposched.apis.constants import (
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
 )
 from toposched.apis.fingerprint import METHOD_ALL, fingerprint
-from toposched.schedhook.placement.model import HOST_LEVEL, Pod, container_request, numa_affine
-
-
-def exclusive(pod: Pod, cpu_manager: str | None, memory_manager: str | None) -> bool:
-    """Would the kubelet give this pod exclusive CPUs, NUMA-pinned memory or devices?
-
-    Devices are assumed to have topology (the exporter counts only those that do; a node whose
-    devices have none then never matches and its reservations time out instead)."""
-    guaranteed = pod.qos == "Guaranteed"
-    for c in [*pod.init_containers, *pod.containers]:
-        for resource, amount in container_request(c).items():
-            if amount <= 0 or resource in HOST_LEVEL:
-                continue
-            if resource == "cpu":
-                if cpu_manager == "static" and guaranteed and amount == amount.to_integral_value():
-                    return True
-            elif numa_affine(resource):
-                if memory_manager == "Static" and guaranteed:
-                    return True
-            else:
-                return True
-    return False
+from toposched.schedhook.placement.kubelet.claims import holds_exclusive
+from toposched.schedhook.placement.model import Pod
 
 
 def accounted(
@@ -54,7 +34,7 @@ def accounted(
         return None
     method = attributes.get(NRT_ATTR_PODS_FINGERPRINT_METHOD, METHOD_ALL)
     cpu, memory = attributes.get(NRT_ATTR_CPU_MANAGER_POLICY), attributes.get(NRT_ATTR_MEMORY_MANAGER_POLICY)
-    counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or exclusive(pod, cpu, memory)]
+    counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or holds_exclusive(pod, cpu, memory)]
     for newest in range(min(lag, len(counted)) + 1):
         prefix = counted[: len(counted) - newest]
         if fingerprint(prefix) == published:

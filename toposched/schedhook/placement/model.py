@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from toposched.schedhook.placement.topologymanager import NONE
+from toposched.schedhook.placement.kubelet.topologymanager import NONE
 
 HOST_LEVEL = ("ephemeral-storage", "storage")
 

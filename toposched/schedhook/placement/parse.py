@@ -36,9 +36,9 @@ from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
+from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
-from toposched.schedhook.placement.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 
 _NUMA_ZONE = re.compile(re.escape(NRT_ZONE_PREFIX) + r"(0|[1-9][0-9]{0,3})")
 _DECIMAL = re.compile(r"[0-9]{1,9}")

@@ -12,7 +12,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
+import numpy as np
+import numpy.typing as npt
+
+from toposched.schedhook.placement.kubelet.hints import milli, milli_request
 from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, NumaZone, Pod, container_request, numa_affine
+
+Ints = npt.NDArray[np.int64]
 
 MAX_SCORE = 100
 LEAST_ALLOCATED = "LeastAllocated"
@@ -21,6 +27,9 @@ BALANCED_ALLOCATION = "BalancedAllocation"
 LEAST_NUMA_NODES = "LeastNUMANodes"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES)
 MISSING_DISTANCE = 255
+EXACT = np.iinfo(np.int64).max // MAX_SCORE
+"""Free amounts (in thousandths) above this make ``share * MAX_SCORE`` overflow 64 bits: zones
+with tens of TiB of memory, which the bounds (``apis.limits``) allow; scored with Python ints."""
 
 
 def _scored(request: Mapping[str, Decimal]) -> dict[str, Decimal]:
@@ -45,19 +54,32 @@ def zone_score(
         if len(fractions) < 2:
             return MAX_SCORE  # one fraction has no variance
         return int((1 - statistics.variance(fractions)) * MAX_SCORE)
-    total, weight_sum = 0, 0
-    for r, q in scored.items():
-        a = available.get(r, Decimal(0))
-        w = max(1, weights.get(r, 1))
-        if a == 0 or q > a:
-            value = 0
-        elif strategy == MOST_ALLOCATED:
-            value = int(q * MAX_SCORE / a)
-        else:
-            value = int((a - q) * MAX_SCORE / a)
-        total += value * w
-        weight_sum += w
-    return total // weight_sum
+    wanted = np.array([milli_request(q) for q in scored.values()], dtype=np.int64)
+    free = np.array([[milli(available.get(r, Decimal(0)))] for r in scored], dtype=np.int64)
+    weighting = np.array([weights.get(r, 1) for r in scored], dtype=np.int64)
+    return int(allocation_score(strategy, wanted, free, weighting, bool(free.max() > EXACT))[0])
+
+
+def allocation_score(strategy: str, wanted: Ints, free: Ints, weights: Ints, large: bool) -> Ints:
+    """LeastAllocated or MostAllocated of requests ``wanted`` ([resource], thousandths) given what is
+    ``free`` ([resource, ...]: one zone set, or many nodes' at once): each resource scores how much
+    of its free amount the request takes (MostAllocated) or leaves (LeastAllocated), 0 when it
+    does not fit, and counts with its weight (at least 1). ``large``: some free amount may be above
+    ``EXACT``, where 64-bit products overflow."""
+    want = wanted.reshape(wanted.shape + (1,) * (free.ndim - 1))
+    usable = (free > 0) & (want <= free)
+    safe = np.where(usable, free, 1)
+    share = np.broadcast_to(want, free.shape) if strategy == MOST_ALLOCATED else free - want
+    if large:
+        value = np.array(
+            [s * MAX_SCORE // f for s, f in zip(share.ravel().tolist(), safe.ravel().tolist(), strict=True)],
+            dtype=np.int64,
+        ).reshape(free.shape)
+    else:
+        value = share * MAX_SCORE // safe
+    weight = np.maximum(weights, 1)
+    total: Ints = (value * usable * weight.reshape(want.shape)).sum(axis=0) // int(weight.sum())
+    return total
 
 
 def _merged(zones: Sequence[NumaZone]) -> dict[str, Decimal]:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from testkit.placement import RESOURCES, nodes
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
+from toposched.schedhook.placement.kubelet.topologymanager import mask
 from toposched.schedhook.placement.model import NodeTopology, NumaZone
 from toposched.schedhook.placement.score import LEAST_ALLOCATED, MOST_ALLOCATED
 from toposched.schedhook.placement.snapshot import Snapshot
@@ -34,7 +35,9 @@ def clusters(draw: st.DrawFn) -> dict[str, NodeTopology]:
     for i in range(draw(st.integers(1, 6))):
         node = draw(nodes())
         policy = draw(st.sampled_from(["single-numa-node", "single-numa-node", "restricted", "none"]))
-        out[f"n{i}"] = replace(node, name=f"n{i}", policy=policy)
+        # Sometimes pinned memory grouped over two zones: no single-zone memory hint there.
+        groups = draw(st.sampled_from([(), (mask(0, 1),)])) if len(node.zones) > 1 else ()
+        out[f"n{i}"] = replace(node, name=f"n{i}", policy=policy, memory_groups=groups)
     return out
 
 

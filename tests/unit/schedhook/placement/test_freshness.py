@@ -9,7 +9,8 @@ import pytest
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.placement.freshness import accounted, exclusive
+from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
 from toposched.schedhook.placement.parse import pod_from_spec
 
@@ -37,7 +38,7 @@ BEST_EFFORT = pod()
     ],
 )
 def test_exclusive(p: Pod, cpu_manager: str, memory_manager: str, expected: bool) -> None:
-    assert exclusive(p, cpu_manager, memory_manager) is expected
+    assert holds_exclusive(p, cpu_manager, memory_manager) is expected
 
 
 PODS = [("ns", "a", GUARANTEED_2), ("ns", "b", BEST_EFFORT)]

@@ -1,11 +1,11 @@
-from decimal import Decimal
-
 import pytest
 
 from testkit.placement import g, node, q
-from toposched.schedhook.placement.kubelet import NodeState, predict, upstream_filter
+from toposched.schedhook.placement.kubelet.admission import predict, upstream_filter
+from toposched.schedhook.placement.kubelet.claims import Claims
+from toposched.schedhook.placement.kubelet.state import NodeState
+from toposched.schedhook.placement.kubelet.topologymanager import Hint, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, Pod
-from toposched.schedhook.placement.topologymanager import Hint, mask
 
 T, F = True, False
 
@@ -218,7 +218,7 @@ CPU_NODE = node([{"cpu": 4}, {"cpu": 6}], cpu="static", memory="None", capacity=
     ids=["C1", "C2", "C3", "C4"],
 )
 def test_cpu_hints(cpus: int, hints: list[Hint]) -> None:
-    cpu, memory, devices = NodeState(CPU_NODE).providers(cpus, {}, {"cpu": Decimal(cpus)})
+    cpu, memory, devices = NodeState(CPU_NODE).providers(Claims(cpus=cpus))
     assert cpu == {"cpu": hints}
     assert memory == devices == {}
 

@@ -4,9 +4,11 @@ as a disagreement with a real kubelet 1.36 and fixed; the expected outcomes are 
 import pytest
 
 from testkit.placement import g, node, q
-from toposched.schedhook.placement.kubelet import NodeState, pod_guaranteed_cpus, pod_memory_request, predict
+from toposched.schedhook.placement.kubelet.admission import predict
+from toposched.schedhook.placement.kubelet.claims import Claims, pod_guaranteed_cpus, pod_memory_request
+from toposched.schedhook.placement.kubelet.state import NodeState
+from toposched.schedhook.placement.kubelet.topologymanager import Hint, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, Pod, Verdict
-from toposched.schedhook.placement.topologymanager import Hint, mask
 
 # Seed 1, case 30: 8 zones x 4 CPUs (CPU 0 reserved), best-effort at pod scope, and this SLIT table.
 SLIT = [
@@ -77,7 +79,7 @@ def test_memory_hints_hold_every_pinned_type_at_once() -> None:
     n = node(zones, "restricted", "container", "static", "Static")
     request = {"memory": q({"m": "600Mi"})["m"], "hugepages-2Mi": q({"h": "32Mi"})["h"]}
     both = [Hint(mask(0, 1), True)]
-    assert NodeState(n).providers(0, request, {}) == [{}, {"memory": both, "hugepages-2Mi": both}, {}]
+    assert NodeState(n).providers(Claims(memory=request)) == [{}, {"memory": both, "hugepages-2Mi": both}, {}]
 
 
 def test_no_new_memory_into_part_of_a_group() -> None:

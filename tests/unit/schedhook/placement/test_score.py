@@ -1,7 +1,7 @@
 import pytest
 
 from testkit.placement import g, q
-from toposched.schedhook.placement.kubelet import predict
+from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.model import NodeTopology, NumaZone, Pod
 from toposched.schedhook.placement.score import (
     BALANCED_ALLOCATION,

@@ -1,12 +1,15 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from toposched.schedhook.placement.topologymanager import (
+from toposched.schedhook.placement.kubelet.topologymanager import (
     BEST_EFFORT,
     NONE,
     RESTRICTED,
     SINGLE_NUMA_NODE,
     Decision,
     Hint,
+    count,
     mask,
     masks,
     merge,
@@ -82,3 +85,51 @@ def test_masks_order_and_narrower() -> None:
     assert narrower(mask(1), mask(0, 1))
     assert narrower(mask(0), mask(1))
     assert not narrower(mask(2), mask(1))
+
+
+@st.composite
+def provider_lists(draw: st.DrawFn) -> tuple[list[dict[str, list[Hint] | None]], list[int]]:
+    """Hint lists as the resource managers give them: None (no preference), [] or mask hints."""
+    ids = sorted(draw(st.sets(st.integers(0, 5), min_size=1, max_size=4)))
+    every = masks(ids)
+    providers = []
+    for _ in range(draw(st.integers(0, 3))):
+        resources: dict[str, list[Hint] | None] = {}
+        for r in range(draw(st.integers(1, 2))):
+            if draw(st.booleans()):
+                resources[f"r{r}"] = None
+            else:
+                chosen = draw(st.lists(st.sampled_from(every), unique=True, max_size=len(every)))
+                resources[f"r{r}"] = [h(m, draw(st.booleans())) for m in sorted(chosen, key=every.index)]
+        providers.append(resources)
+    return providers, ids
+
+
+def kubelet_single_numa_node(providers: list[dict[str, list[Hint] | None]], ids: list[int]) -> Decision:
+    """The kubelet's own way, as reference: keep only preferred single-zone hints, merge them as
+    restricted does, and admit only a preferred result (every zone then means any)."""
+    kept: list[dict[str, list[Hint] | None]] = [
+        {
+            r: None
+            if hs is None
+            else [x for x in hs if x.preferred and x.affinity is not None and count(x.affinity) == 1]
+            for r, hs in p.items()
+        }
+        for p in providers
+    ]
+    merged = merge(kept, ids, RESTRICTED)
+    affinity = None if merged.affinity == mask(*ids) and len(ids) > 1 else merged.affinity
+    return Decision(affinity, merged.preferred, merged.admit)
+
+
+@settings(max_examples=500, deadline=None)
+@given(provider_lists())
+def test_single_numa_node_merge_is_the_kubelets_filter_then_merge(
+    case: tuple[list[dict[str, list[Hint] | None]], list[int]],
+) -> None:
+    providers, ids = case
+    expected = kubelet_single_numa_node(providers, ids)
+    got = merge(providers, ids, SINGLE_NUMA_NODE)
+    assert got.admit == expected.admit
+    if got.admit:
+        assert got.affinity == expected.affinity

@@ -11,6 +11,12 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
+Bools = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
+
 NONE = "none"
 BEST_EFFORT = "best-effort"
 RESTRICTED = "restricted"
@@ -120,6 +126,22 @@ class Decision:
     admit: bool
 
 
+def single_numa_choice(providers: Sequence[tuple[bool | Bools, Bools]], zones: Bools) -> tuple[Bools, Ints]:
+    """single-numa-node's merge, for one node or many at once: (admitted, zone position or -1).
+
+    The policy keeps only preferred single-zone hints, so the merged hint is the lowest zone
+    (positions follow NUMA ids) every hinting provider prefers; when no provider hints, any zone
+    (-1). ``providers``: per provider, where it hints at all ([...]) and its preferred single
+    zones ([zone, ...]); ``zones``: which positions hold a zone ([zone, ...])."""
+    ok = zones.copy()
+    hinted: bool | Bools = False
+    for hints, prefers in providers:
+        ok &= ~np.asarray(hints) | prefers
+        hinted = hinted | hints
+    admitted = ok.any(axis=0) | ~np.asarray(hinted)
+    return admitted, np.where(hinted, ok.argmax(axis=0), -1)
+
+
 def merge(
     providers: Iterable[ProviderHints],
     numa_ids: Sequence[int],
@@ -130,10 +152,13 @@ def merge(
 
     ``distances`` (NUMA id -> NUMA id -> distance) turns on the prefer-closest-numa-nodes option:
     among equally good masks of one size, the closest NUMA nodes win; single-numa-node ignores it.
+    A provider gives, per resource, None (no preference), [] (impossible) or mask hints.
     """
-    better: Better = closer(distances) if distances and policy != SINGLE_NUMA_NODE else narrower
     if policy == NONE:
         return Decision(None, True, True)
+    if policy == SINGLE_NUMA_NODE:
+        return _merge_single_numa(providers, numa_ids)
+    better: Better = closer(distances) if distances else narrower
     default = mask(*numa_ids)
     lists: list[list[Hint]] = []
     for provider in providers:
@@ -147,8 +172,6 @@ def merge(
                 lists.append([Hint(None, False)])
             else:
                 lists.append(list(hints))
-    if policy == SINGLE_NUMA_NODE:
-        lists = [[h for h in hs if h.preferred and (h.affinity is None or count(h.affinity) == 1)] for hs in lists]
     target = 0
     for hs in lists:
         narrowest = [h.affinity for h in hs if h.affinity is not None]
@@ -165,8 +188,27 @@ def merge(
             continue
         best = _pick(best, Hint(merged, preferred), target, better)
     chosen = best or Hint(default, False)
-    affinity: int | None = chosen.affinity
-    if policy == SINGLE_NUMA_NODE and affinity == default and len(numa_ids) > 1:
-        affinity = None
     admit = policy == BEST_EFFORT or chosen.preferred
-    return Decision(affinity, chosen.preferred, admit)
+    return Decision(chosen.affinity, chosen.preferred, admit)
+
+
+def _merge_single_numa(providers: Iterable[ProviderHints], numa_ids: Sequence[int]) -> Decision:
+    """``single_numa_choice`` for one node's hint lists."""
+    ids = sorted(numa_ids)
+    position = {n: i for i, n in enumerate(ids)}
+    hinting: list[tuple[bool | Bools, Bools]] = []
+    for provider in providers:
+        for hints in provider.values():
+            if hints is None or any(h.affinity is None and h.preferred for h in hints):
+                continue  # no preference
+            prefers = np.zeros(len(ids), dtype=np.bool_)
+            for h in hints:
+                if h.preferred and h.affinity is not None and count(h.affinity) == 1:
+                    prefers[position[bits(h.affinity)[0]]] = True
+            hinting.append((True, prefers))
+    admitted, zone = single_numa_choice(hinting, np.ones(len(ids), dtype=np.bool_))
+    if not admitted:
+        return Decision(None if len(ids) > 1 else mask(*ids), False, False)
+    if zone < 0:  # nobody asked for alignment: any zone (the kubelet's default of every zone)
+        return Decision(None if len(ids) > 1 else mask(*ids), True, True)
+    return Decision(mask(ids[int(zone)]), True, True)

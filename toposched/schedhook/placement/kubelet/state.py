@@ -1,0 +1,295 @@
+"""One node's resource managers while a pod's containers are admitted: their hints and allocations. Pure.
+
+The hints come from ``kubelet.hints`` (the same functions the columnar table calls for thousands
+of nodes); the allocations follow the static CPU manager's packed allocator, the Static Memory
+Manager's Allocate and the device manager, so that later containers of the pod see what earlier
+ones took.
+"""
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+import numpy as np
+
+from toposched.schedhook.placement.kubelet import hints
+from toposched.schedhook.placement.kubelet.claims import CPU, STATIC_CPU, STATIC_MEMORY, Claims, device, numa_memory
+from toposched.schedhook.placement.kubelet.hints import Ints, Masks, milli, milli_request
+from toposched.schedhook.placement.kubelet.topologymanager import Hint, ProviderHints, bits, count, mask, narrower
+from toposched.schedhook.placement.model import NodeTopology
+
+
+class RejectedError(Exception):
+    """A resource manager's allocation would fail: the kubelet's UnexpectedAdmissionError."""
+
+
+def memory_groups(node: NodeTopology) -> dict[int, int]:
+    """The Memory Manager's NUMA groups the NRT shows: zone -> the multi-NUMA group its pinned
+    memory belongs to (from the zones' own state when published, else the node's groups)."""
+    cells = {z.numa: z.memory_cells for z in node.zones if z.memory_cells is not None}
+    if cells:
+        return {n: m for n, m in cells.items() if count(m) > 1}
+    return {n: m for m in node.memory_groups for n in bits(m)}
+
+
+def pinned_zones(node: NodeTopology, groups: Mapping[int, int]) -> set[int]:
+    """The zones holding pinned memory of some container: in a group, with Memory Manager state,
+    or with less memory available than allocatable."""
+    return {
+        z.numa
+        for z in node.zones
+        if z.memory_cells is not None
+        or z.numa in groups
+        or any(r in z.available and z.available[r] < q for r, q in z.allocatable.items() if numa_memory(r))
+    }
+
+
+class NodeState:
+    """The node's free resources per NUMA zone while one pod's containers are placed, as the CPU and
+    Memory Managers see them: what the NRT says is available, the CPUs and memory this pod's init
+    containers hold for its app containers to reuse, and the Memory Manager's NUMA groups."""
+
+    def __init__(self, node: NodeTopology) -> None:
+        self.node = node
+        self.ids = sorted(node.numa_ids)
+        self.position = {n: i for i, n in enumerate(self.ids)}
+        self.free = {z.numa: dict(z.available) for z in node.zones}
+        self.capacity = {z.numa: z.capacity for z in node.zones}
+        self.allocatable = {z.numa: z.allocatable for z in node.zones}
+        self.cpu_ids = [n for n in self.ids if self.capacity[n].get(CPU, Decimal(0)) > 0]
+        """The CPU manager knows only the NUMA nodes that have CPUs."""
+        self.reusable_cpus: dict[int, int] = {}
+        self.reusable_memory: dict[int, dict[str, Decimal]] = {}
+        """mask -> resource -> memory of regular init containers pinned to exactly that mask."""
+        self.groups = memory_groups(node)
+        self.assigned = pinned_zones(node, self.groups)
+        self.threads = node.threads_per_core or 0
+        if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
+            self.threads = 0  # whole cores unknown: CPUs are counted singly
+        # Never more whole cores than the zone's free CPUs make (an NRT can say anything).
+        self.free_cores = {
+            z.numa: min(z.free_cores or 0, max(int(z.available.get(CPU, Decimal(0))), 0) // (self.threads or 1))
+            for z in node.zones
+        }
+
+    def sum(self, table: Mapping[int, Mapping[str, Decimal]], resource: str, m: int) -> Decimal:
+        return sum((table[n].get(resource, Decimal(0)) for n in bits(m) if n in table), Decimal(0))
+
+    def _vector(self, table: Mapping[int, Mapping[str, Decimal]], resource: str) -> Ints:
+        """[zone]: the resource in thousandths, zones by NUMA id."""
+        return np.array([milli(table[n].get(resource, Decimal(0))) for n in self.ids], dtype=np.int64)
+
+    def _masks(self, ids: Sequence[int]) -> Masks:
+        return hints.every_mask(tuple(self.position[n] for n in ids), len(self.ids))
+
+    def _hints(self, masks: Masks, fits: np.ndarray, preferred: np.ndarray) -> list[Hint]:
+        return [
+            Hint(mask(*(self.ids[p] for p in masks.positions[i])), bool(preferred[i]))
+            for i in np.flatnonzero(fits).tolist()
+        ]
+
+    # -- CPU manager (static policy) -----------------------------------------------------------------
+
+    def cpu_hints(self, request: int) -> list[Hint]:
+        masks = self._masks(self.cpu_ids)
+        reusable = mask(*(n for n, k in self.reusable_cpus.items() if k))
+        inside = np.array([(reusable & ~mask(*(self.ids[p] for p in m))) == 0 for m in masks.positions], dtype=np.bool_)
+        fits, preferred = hints.cpu_hints(
+            masks,
+            self._vector(self.capacity, CPU),
+            self._vector(self.free, CPU),
+            milli_request(Decimal(request)),
+            known=len(self.cpu_ids),
+            reused=1000 * sum(self.reusable_cpus.values()),
+            inside=inside,
+        )
+        return self._hints(masks, fits, preferred)
+
+    def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
+        """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first
+        within the affinity, then elsewhere: whole free zones while at least a zone's worth is
+        still needed (smallest first), then whole free cores while at least a core's worth is
+        needed, then single CPUs, both from the fullest zones first (and within a zone, the halves
+        of used cores before whole ones). The pod's init containers' CPUs count as free ones.
+        Returns the zones they came from. (Each zone is taken to be its own socket, which is what
+        the allocator does when sockets are no fewer than NUMA nodes.)"""
+        used: dict[int, int] = {}
+        left = request
+        within = [n for n in self.ids if affinity is None or n in bits(affinity)]
+        for zones in (within, [n for n in self.ids if n not in within]):
+            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                size = int(self.capacity[n].get(CPU, Decimal(0)))
+                if size and self._cpus_of(n) == size and left >= size:  # a free zone
+                    self._take(n, size, whole=True)
+                    used[n] = used.get(n, 0) + size
+                    left -= size
+            # The pod's reusable CPUs (its init containers') are in the pool like free ones.
+            if self.threads:
+                for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                    whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
+                    cores = min(left // self.threads, whole)
+                    if cores > 0:
+                        self._take(n, cores * self.threads, whole=True)
+                        used[n] = used.get(n, 0) + cores * self.threads
+                        left -= cores * self.threads
+            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                take = min(left, self._cpus_of(n))
+                if take:
+                    self._take(n, take, whole=False)
+                    used[n] = used.get(n, 0) + take
+                    left -= take
+            if not left:
+                break
+        if left:  # the CPU Manager's allocation fails: UnexpectedAdmissionError
+            raise RejectedError(f"not enough CPUs: {request} requested, {request - left} free")
+        if init:  # a regular init container's CPUs wait for the app containers to reuse them
+            for n, k in used.items():
+                self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
+        return tuple(sorted(used))
+
+    def _take(self, n: int, cpus: int, whole: bool) -> None:
+        """``cpus`` of zone ``n``: the pod's reusable ones first, then free ones (``whole``: as
+        whole cores; else halves of used cores before whole ones)."""
+        reused = min(cpus, self.reusable_cpus.get(n, 0))
+        if reused:
+            self.reusable_cpus[n] -= reused
+        rest = cpus - reused
+        if not rest:
+            return
+        have = int(self.free[n].get(CPU, Decimal(0)))
+        self.free[n][CPU] = Decimal(have - rest)
+        if self.threads:
+            halves = 0 if whole else max(0, have - self.free_cores[n] * self.threads)
+            cores = -(-max(0, rest - halves) // self.threads)
+            self.free_cores[n] = max(0, self.free_cores[n] - cores)
+
+    def _cpus_of(self, n: int) -> int:
+        """The zone's CPUs the allocator may take: free ones and this pod's reusable ones."""
+        return max(int(self.free[n].get(CPU, Decimal(0))), 0) + self.reusable_cpus.get(n, 0)
+
+    # -- Memory manager (Static policy) ---------------------------------------------------------------
+
+    def memory_hints(self, request: Mapping[str, Decimal]) -> list[Hint]:
+        """Masks whose allocatable holds every requested type, free (with this pod's reusable
+        memory) too, and that respect the NUMA groups of earlier multi-NUMA allocations."""
+        masks = self._masks(self.ids)
+        types = list(request)
+        as_ids = [mask(*(self.ids[p] for p in m)) for m in masks.positions]
+        reusable = np.array(
+            [[milli(self.reusable_memory.get(m, {}).get(r, Decimal(0))) for m in as_ids] for r in types],
+            dtype=np.int64,
+        ).reshape(len(types), len(as_ids))
+        allowed = np.array([self._may_pin(m) for m in as_ids], dtype=np.bool_)
+        fits, preferred = hints.memory_hints(
+            masks,
+            np.stack([self._vector(self.allocatable, r) for r in types]),
+            np.stack([self._vector(self.free, r) for r in types]),
+            np.array([milli_request(q) for q in request.values()], dtype=np.int64),
+            known=len(self.ids),
+            reusable=reusable,
+            allowed=allowed,
+        )
+        return self._hints(masks, fits, preferred)
+
+    def _may_pin(self, m: int) -> bool:
+        """Do the NUMA groups of earlier allocations let memory be pinned to mask ``m``? A single
+        zone must not be in a group; a wider mask must be the group of each assigned zone in it."""
+        if count(m) == 1:
+            return bits(m)[0] not in self.groups
+        return not any(n in self.assigned and self.groups.get(n) != m for n in bits(m))
+
+    def take_memory(self, request: Mapping[str, Decimal], decided: Hint, init: bool) -> int:
+        """Pin the container's memory as the Memory Manager's Allocate does; returns the mask.
+
+        Raises RejectedError where the kubelet would fail the allocation (UnexpectedAdmissionError)."""
+        found = self.memory_hints(request)
+        chosen = decided
+        if decided.affinity is None:  # no alignment asked for: the Memory Manager's own best hint
+            if not found:
+                raise RejectedError("no NUMA zones with enough memory")
+            chosen = _best(found)
+            if decided.preferred and not chosen.preferred:
+                raise RejectedError("no preferred memory hint")
+        assert chosen.affinity is not None
+        if any(self.sum(self.free, r, chosen.affinity) < q for r, q in request.items()):
+            wider = [h for h in found if h.affinity is not None and chosen.affinity & ~h.affinity == 0]
+            if not wider:
+                raise RejectedError("failed to find NUMA zones to extend the aligned memory")
+            extended = _best(wider)
+            if chosen.preferred and not extended.preferred:
+                raise RejectedError("failed to find a preferred extension of the aligned memory")
+            chosen = extended
+        m = chosen.affinity
+        assert m is not None
+        if count(m) > 1 and not self._may_pin(m):
+            raise RejectedError("the aligned memory violates earlier NUMA allocations")
+        reusable = self.reusable_memory.setdefault(m, {})
+        for r, q in request.items():
+            left = max(Decimal(0), q - reusable.get(r, Decimal(0)))
+            for n in bits(m):
+                have = self.free[n].get(r, Decimal(0))
+                take = min(have, left)
+                if take > 0:
+                    self.free[n][r] = have - take
+                    left -= take
+            if init:
+                reusable[r] = max(reusable.get(r, Decimal(0)), q)
+            else:
+                reusable[r] = max(Decimal(0), reusable.get(r, Decimal(0)) - q)
+        for n in bits(m):
+            self.assigned.add(n)
+            if count(m) > 1:
+                self.groups[n] = m
+            else:  # the kubelet regroups the zone alone, even out of a group (its other members stay)
+                self.groups.pop(n, None)
+        return m
+
+    # -- device plugins -------------------------------------------------------------------------------
+
+    def device_hints(self, resource: str, amount: Decimal) -> list[Hint] | None:
+        if resource not in self.node.reported:
+            return None  # no topology for this resource: host-level
+        masks = self._masks(self.ids)
+        fits, preferred = hints.device_hints(
+            masks,
+            self._vector(self.allocatable, resource),
+            self._vector(self.free, resource),
+            milli_request(amount),
+            known=len(self.ids),
+        )
+        return self._hints(masks, fits, preferred)
+
+    def take_devices(self, request: Mapping[str, Decimal], affinity: int | None) -> None:
+        for resource, amount in request.items():
+            if not device(resource) or amount <= 0:
+                continue
+            for n in [n for n in self.ids if affinity is None or n in bits(affinity)]:
+                have = self.free[n].get(resource, Decimal(0))
+                take = min(have, amount)
+                self.free[n][resource] = have - take
+                amount -= take
+
+    def providers(self, claims: Claims) -> list[ProviderHints]:
+        """The CPU, memory and device managers' hints for one container (or the pod, in pod scope)."""
+        node = self.node
+        cpu: dict[str, list[Hint] | None] = {}
+        if node.cpu_manager == STATIC_CPU and claims.cpus:
+            cpu[CPU] = self.cpu_hints(claims.cpus)
+        pinned: dict[str, list[Hint] | None] = {}
+        if node.memory_manager == STATIC_MEMORY and claims.memory:
+            found = self.memory_hints(claims.memory)
+            pinned = {r: list(found) for r in claims.memory}
+        plugged: dict[str, list[Hint] | None] = {r: self.device_hints(r, q) for r, q in claims.devices.items()}
+        return [cpu, pinned, plugged]
+
+
+def _best(found: Sequence[Hint]) -> Hint:
+    """The Memory Manager's pick among its own hints: preferred first, then the narrowest."""
+    best = found[0]
+    for h in found[1:]:
+        assert h.affinity is not None
+        assert best.affinity is not None
+        if (h.preferred and not best.preferred) or (
+            h.preferred == best.preferred and narrower(h.affinity, best.affinity)
+        ):
+            best = h
+    return best

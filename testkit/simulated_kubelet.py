@@ -1,8 +1,9 @@
 """The kubelets of kwok nodes, as far as NUMA admission goes: our admission simulator. Pure.
 
 kwok runs no kubelet, so the benchmarks decide what each node's Topology Manager would do with
-the pods bound to it, in binding order: ``numa.predict`` on the node's current zones (the same
-kubelet rules the extender predicts with), then the request is taken from the chosen zones.
+the pods bound to it, in binding order: ``placement.kubelet.admission.predict`` on the node's
+current zones (the same kubelet rules the extender predicts with), then the request is taken
+from the chosen zones.
 A rejected pod is a TopologyAffinityError and holds nothing. ``nrt`` renders the node's NRT as
 an exporter would publish it.
 """

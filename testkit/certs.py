@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from toposched.schedhook.cli import DEFAULT_CLIENT
+from toposched.schedhook.settings import DEFAULT_CLIENT
 
 SCHEDULER_CLIENT = DEFAULT_CLIENT
 """kube-scheduler's common name: the one the extender accepts by default (``--extender-client-name``)."""

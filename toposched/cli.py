@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from toposched import __version__
 from toposched.kube.credentials import CredentialsError
+from toposched.settings import SettingsError
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.run(args))
-    except CredentialsError as exc:  # no usable kubeconfig or service account: one line, not a traceback
+    # No usable kubeconfig or service account, or a TOPOSCHED_* variable that cannot be read:
+    # one line, not a traceback (argparse says the same of a bad flag, also with exit 2).
+    except (CredentialsError, SettingsError) as exc:
         print(f"toposched {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -12,9 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 
 import prometheus_client
 from prometheus_client import Counter, Gauge, Histogram
@@ -25,6 +23,7 @@ from toposched.exporter.checkpoints import Checkpoints
 from toposched.exporter.kubeletconfig import KubeletConfigError, load
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.publisher import NodeGoneError, Publisher
+from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import SysfsError, read_machine
 from toposched.exporter.topology import Allocatable, Inputs, PodUse, build
 from toposched.kube.nodeclient import KubeAPI
@@ -48,24 +47,6 @@ RETRY_MAX = 2.0
 """Seconds between publish attempts while the apiserver is away: one write, and the NRT should
 be current again within a few seconds of the apiserver being back."""
 STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint")
-
-
-@dataclass(frozen=True)
-class ExporterSettings:
-    node: str
-    sysfs: Path
-    kubelet_config: Path | None
-    podresources: Path
-    kubelet_state_dir: Path
-    period: float = 10.0
-    list_interval: float = 0.2
-    min_write_interval: float = 1.0
-    fingerprint_method: str = "with-exclusive-resources"
-    advertise_bandwidth: bool = False
-    metrics_port: int = 9091
-    health_port: int = 8081
-    metrics_address: str = "127.0.0.1"
-    health_address: str = "127.0.0.1"
 
 
 class Exporter:

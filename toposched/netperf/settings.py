@@ -1,0 +1,30 @@
+"""The prober's settings: ``toposched netperf``'s flags, else the pod's variables, else defaults."""
+
+import argparse
+from dataclasses import dataclass
+from typing import Annotated, Self
+
+from toposched import settings
+from toposched.settings import Setting
+
+
+@dataclass(frozen=True)
+class ProberSettings:
+    node: Annotated[str, Setting("--node", env="NODE_NAME", help="this node's name")] = ""
+    namespace: Annotated[str, Setting("--namespace", env="POD_NAMESPACE", help="ConfigMap namespace")] = "default"
+    configmap: Annotated[str, Setting("--configmap", help="ConfigMap to write")] = "netperf-metrics"
+    selector: Annotated[str, Setting("--selector", help="label selector of the nodes to measure (default: all)")] = ""
+    all_pairs: Annotated[bool, Setting("--all-pairs", help="measure every node, not one node per zone pair")] = False
+    duration: Annotated[float, Setting("--duration", help="seconds per netperf run")] = 2.0
+    interval: Annotated[float, Setting("--interval", help="seconds between rounds")] = 300.0
+    once: Annotated[bool, Setting("--once", help="measure one round and exit")] = False
+    control_port: Annotated[int, Setting("--control-port", help="netserver's control port")] = 12865
+    data_port: Annotated[int, Setting("--data-port", help="netserver's data port, fixed for firewalls")] = 12866
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        settings.add_arguments(parser, cls)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        return settings.build(cls, args)

@@ -9,7 +9,9 @@ import yaml
 
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 from toposched.cli import COMMANDS, build_parser, main
+from toposched.exporter.settings import ExporterSettings
 from toposched.operators.settings import OperatorSettings
+from toposched.schedhook.settings import SchedhookSettings
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,12 +117,15 @@ def test_schedhook_refuses_to_serve_the_extender_without_tls(
 
 
 IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
+SETTINGS = {"operator": OperatorSettings, "exporter": ExporterSettings, "schedhook": SchedhookSettings}
 
 
 @pytest.mark.parametrize(
     ("argv", "environment", "expected"),
     [
-        pytest.param(["schedhook"], {}, {"address": "127.0.0.1", "metrics_address": None}, id="schedhook-outside"),
+        pytest.param(
+            ["schedhook"], {}, {"address": "127.0.0.1", "metrics_address": "127.0.0.1"}, id="schedhook-outside"
+        ),
         pytest.param(["schedhook"], IN_A_POD, {"address": "0.0.0.0"}, id="schedhook-in-a-pod"),
         pytest.param(["schedhook", "--address", "127.0.0.1"], IN_A_POD, {"address": "127.0.0.1"}, id="schedhook-told"),
         pytest.param(
@@ -151,23 +156,8 @@ def test_listen_addresses(
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
     args = build_parser(argv[0]).parse_args(argv)
-    assert {key: getattr(args, key) for key in expected} == expected
-
-
-@pytest.mark.parametrize(
-    ("environment", "address"),
-    [
-        pytest.param({}, "127.0.0.1", id="outside"),
-        pytest.param(IN_A_POD, "0.0.0.0", id="in-a-pod"),
-        pytest.param({**IN_A_POD, "TOPOSCHED_METRICS_ADDRESS": "10.1.2.3"}, "10.1.2.3", id="told"),
-    ],
-)
-def test_operator_metrics_address(monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], address: str) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.delenv("TOPOSCHED_METRICS_ADDRESS", raising=False)
-    for key, value in environment.items():
-        monkeypatch.setenv(key, value)
-    assert OperatorSettings.from_env().metrics_address == address
+    settings = SETTINGS[argv[0]].from_args(args)
+    assert {key: getattr(settings, key) for key in expected} == expected
 
 
 @pytest.mark.parametrize("command", ["operator", "schedhook"])

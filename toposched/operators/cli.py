@@ -1,57 +1,71 @@
-"""``toposched operator``: run every operator handler of the suite (same as ``kopf run -m operators.main``)."""
+"""``toposched operator``: run every operator handler of the suite (as ``kopf run -m toposched.operators.main``)."""
 
 import argparse
-import os
+import contextlib
+import importlib.abc
+import importlib.machinery
 import sys
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import Any, cast
+
+from toposched.operators.settings import OperatorSettings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        action="append",
-        default=[],
-        help="watch only this namespace (repeatable; glob patterns allowed); default: all namespaces",
-    )
-    parser.add_argument(
-        "--liveness",
-        metavar="URL",
-        default=None,
-        help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
-    )
-    parser.add_argument(
-        "--metrics-address",
-        default=None,
-        help="metrics listen address ($TOPOSCHED_METRICS_ADDRESS; default: all interfaces in a pod, else 127.0.0.1)",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    OperatorSettings.add_arguments(parser)
+
+
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    """Finds ``package`` missing, as it is in the operator's image."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] == self.package:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+@contextlib.contextmanager
+def _not_installed(package: str) -> Iterator[None]:
+    finder = _NotInstalled(package)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def run(args: argparse.Namespace) -> int:
-    # Kopf imports kubernetes_asyncio, when it is installed, only to offer a login handler that
-    # operators.main replaces; in this process it would cost about 60 MiB of generated models.
-    sys.modules.setdefault("kubernetes_asyncio", None)  # type: ignore[arg-type]
-    import kopf
-    from kopf._core.engines.peering import Identity  # a NewType of str that kopf does not export
+    settings = OperatorSettings.from_args(args)
+    # Kopf imports kubernetes_asyncio when it is installed, to recognise its objects and to offer
+    # a login handler that operators.main replaces. The image does not install it; a development
+    # venv does (tests, benchmarks), and there it would add 35 MiB to the operator's RSS (89 MiB
+    # instead of 54 MiB once Kopf and the handlers are imported), which the benchmarks' footprint
+    # would count. Kopf looks for it only while it and the handlers are imported.
+    with _not_installed("kubernetes_asyncio"):
+        import kopf
 
-    import toposched.operators.main  # noqa: F401  (registers the handlers)
+        import toposched.operators.main  # noqa: F401  (registers the handlers)
     from toposched.kube import credentials
+    from toposched.operators.memo import OperatorMemo
 
     # Unusable credentials stop the command here with one line (toposched.cli); inside Kopf they
     # would be a login retried for ever, with a traceback each time.
     credentials.load().ssl_context()
-    from toposched.operators.settings import OperatorSettings
-
-    if args.metrics_address:  # the settings are read from the environment (as under `kopf run -m`)
-        os.environ["TOPOSCHED_METRICS_ADDRESS"] = args.metrics_address
-
-    kopf.configure(verbose=args.verbose)
+    kopf.configure(verbose=settings.verbose)
     kopf.run(
         # Kopf would name itself after the login user: an image's numeric user has no passwd entry.
-        identity=Identity(OperatorSettings.from_env().identity),
+        # kopf.run takes a str here (its type, peering.Identity, is a NewType Kopf does not export).
+        identity=cast(Any, settings.identity),
         standalone=True,
-        clusterwide=not args.namespace,
-        namespaces=args.namespace,
-        liveness_endpoint=args.liveness,
+        clusterwide=not settings.namespaces,
+        namespaces=list(settings.namespaces),
+        liveness_endpoint=settings.liveness,
+        memo=OperatorMemo(settings=settings),
     )
     return 0

@@ -1,6 +1,7 @@
-"""Entry module of the operator suite: ``kopf run -m operators.main`` or ``toposched operator``.
+"""Entry module of the operator suite: ``kopf run -m toposched.operators.main`` or ``toposched operator``.
 
-Importing it registers every handler module; the start-up handler builds what they share.
+Importing it registers every handler module; the start-up handler builds what they share and
+puts it in Kopf's memo (``operators.memo``).
 """
 
 import asyncio
@@ -15,6 +16,7 @@ from toposched.kube import credentials
 from toposched.kube.rest import connect
 from toposched.operators import k8s
 from toposched.operators.appgroup import handlers as appgroup_handlers
+from toposched.operators.memo import OperatorMemo
 from toposched.operators.networktopology import handlers as networktopology_handlers
 from toposched.operators.runtime import Runtime
 from toposched.operators.settings import OperatorSettings
@@ -41,12 +43,10 @@ async def login(**_: Any) -> kopf.ConnectionInfo:
 
 
 @kopf.on.startup()
-async def start(
-    settings: kopf.OperatorSettings,
-    memo: Any,
-    **kwargs: Any,
-) -> None:
-    config = OperatorSettings.from_env()
+async def start(settings: kopf.OperatorSettings, memo: OperatorMemo, **kwargs: Any) -> None:
+    if "settings" not in memo:  # under `kopf run -m`: no flags of ours
+        memo.settings = OperatorSettings.from_env()
+    config = memo.settings
     # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
     settings.peering.standalone = True
     settings.watching.server_timeout = 300
@@ -56,30 +56,26 @@ async def start(
     # within 2 s of being back, and an outage of half a minute does not give up a watch.
     settings.networking.error_backoffs = [0.5, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
     runtime = Runtime(settings=config, api=await connect())
-    memo["runtime"] = runtime
-    if config.metrics_port:
-        prometheus_client.start_http_server(config.metrics_port, config.metrics_address)
-    # Everything loaded so far lives as long as the process: keep the collector from rescanning it.
-    gc.freeze()
-    # Indexes reach every handler as keyword arguments; the reconciler keeps them for its
+    # Indexes reach every handler as keyword arguments; the reconcilers keep them for their
     # background runs (coalesced pod events, leadership changes).
-    memo["appgroup_reconciler"] = appgroup_handlers.AppGroupReconciler(
-        runtime, kwargs["appgroup_bodies"], kwargs["appgroup_pods"]
-    )
-
+    appgroups = appgroup_handlers.AppGroupReconciler(runtime, kwargs["appgroup_bodies"], kwargs["appgroup_pods"])
     nt = networktopology_handlers.NetworkTopologyReconciler(
         runtime,
         kwargs["networktopology_bodies"],
         kwargs["appgroup_bodies"],
         kwargs["appgroup_pods"],
     )
-    memo["networktopology_reconciler"] = nt
+    memo.runtime, memo.appgroups, memo.networktopologies = runtime, appgroups, nt
+    if config.metrics_port:
+        prometheus_client.start_http_server(config.metrics_port, config.metrics_address)
+    # Everything loaded so far lives as long as the process: keep the collector from rescanning it.
+    gc.freeze()
     runtime.tasks.append(asyncio.create_task(nt.resync_forever()))
     nodes = k8s.follow_nodes(runtime.api, nt.listed_nodes, nt.node_event, networktopology_handlers.node_slim)
     runtime.tasks.append(asyncio.create_task(nodes))
 
     async def elected() -> None:
-        await memo["appgroup_reconciler"].reconcile_all()
+        await appgroups.reconcile_all()
         nt.poke_all()
 
     if config.leader_election:
@@ -93,15 +89,13 @@ async def start(
 
 
 @kopf.on.cleanup()
-async def stop(memo: Any, **_: Any) -> None:
-    runtime: Runtime | None = memo.get("runtime")
-    if runtime is None:
+async def stop(memo: OperatorMemo, **_: Any) -> None:
+    if "runtime" not in memo:  # the start-up did not get that far
         return
+    runtime = memo.runtime
     for task in runtime.tasks:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)
-    for name in ("appgroup_reconciler", "networktopology_reconciler"):
-        reconciler = memo.get(name)
-        if reconciler is not None:
-            await reconciler.coalescer.close()
+    await memo.appgroups.coalescer.close()
+    await memo.networktopologies.coalescer.close()
     await runtime.api.close()

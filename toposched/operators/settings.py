@@ -1,47 +1,89 @@
-"""Operator settings, read once at start-up from TOPOSCHED_* environment variables."""
+"""The operators' settings: ``toposched operator``'s flags, else TOPOSCHED_* variables, else defaults.
 
+Under ``kopf run -m toposched.operators.main`` there are no flags of ours (Kopf's own decide the
+namespaces, the liveness endpoint and verbosity), and the settings come from the environment only.
+"""
+
+import argparse
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated, Self
 
+from toposched import settings
 from toposched.kube.listen import default_address
+from toposched.settings import Setting
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"TOPOSCHED_{name}", default)
+def _identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 @dataclass(frozen=True)
 class OperatorSettings:
-    metrics_port: int
-    """Port of the Prometheus /metrics endpoint; 0 turns it off."""
-    metrics_address: str
-    """Its listen address: every interface in a pod (behind a Service), else loopback."""
-    leader_election: bool
-    """Take a Lease before writing, so that only one of several replicas acts."""
-    lease_namespace: str
-    lease_name: str
-    identity: str
-    coalesce_seconds: float
+    namespaces: Annotated[
+        tuple[str, ...],
+        Setting(
+            "-n",
+            "--namespace",
+            help="watch only this namespace (repeatable; glob patterns allowed); default: all namespaces",
+        ),
+    ] = ()
+    liveness: Annotated[
+        str | None,
+        Setting("--liveness", metavar="URL", help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz"),
+    ] = None
+    verbose: Annotated[bool, Setting("-v", "--verbose", help="debug logging")] = False
+    metrics_port: Annotated[int, Setting(env="TOPOSCHED_METRICS_PORT", help="metrics port, 0 turns it off")] = 9090
+    """Port of the Prometheus /metrics endpoint."""
+    metrics_address: Annotated[
+        str,
+        Setting(
+            "--metrics-address",
+            env="TOPOSCHED_METRICS_ADDRESS",
+            shown="all interfaces in a pod, else 127.0.0.1",
+            help="metrics listen address",
+        ),
+    ] = field(default_factory=default_address)
+    """Every interface in a pod (behind a Service), else loopback."""
+    leader_election: Annotated[bool, Setting(env="TOPOSCHED_LEADER_ELECTION", help="take a Lease before writing")] = (
+        True
+    )
+    """So that only one of several replicas acts."""
+    lease_namespace: Annotated[
+        str, Setting(env=("TOPOSCHED_LEASE_NAMESPACE", "POD_NAMESPACE"), help="the Lease's namespace")
+    ] = "default"
+    lease_name: Annotated[str, Setting(env="TOPOSCHED_LEASE_NAME", help="the Lease's name")] = "toposched-operator"
+    identity: Annotated[str, Setting(env="TOPOSCHED_IDENTITY", shown="host name-pid", help="this replica's name")] = (
+        field(default_factory=_identity)
+    )
+    """The Lease holder's name, the Events' reporting instance and Kopf's identity."""
+    coalesce_seconds: Annotated[
+        float, Setting(env="TOPOSCHED_COALESCE_SECONDS", help="pod events within this window, one status write")
+    ] = 0.2
     """Pod events within this window become one status write per AppGroup."""
-    netperf_percentile: str
-    """Which measured percentile drives network costs: p50, p90 or p99."""
-    netperf_max_age_seconds: float
+    netperf_percentile: Annotated[
+        str, Setting(env="TOPOSCHED_NETPERF_PERCENTILE", help="the measured percentile that drives network costs")
+    ] = "p90"
+    """p50, p90 or p99."""
+    netperf_max_age_seconds: Annotated[
+        float, Setting(env="TOPOSCHED_NETPERF_MAX_AGE_SECONDS", help="older measurements are stale")
+    ] = 3600.0
     """Measurements older than this are reported as stale (and still used)."""
-    resync_seconds: float
-    """Every NetworkTopology is recomputed at least this often."""
+    resync_seconds: Annotated[
+        float, Setting(env="TOPOSCHED_RESYNC_SECONDS", help="recompute every NetworkTopology this often")
+    ] = 300.0
 
     @classmethod
-    def from_env(cls) -> "OperatorSettings":
-        return cls(
-            metrics_port=int(_env("METRICS_PORT", "9090")),
-            metrics_address=_env("METRICS_ADDRESS", default_address()),
-            leader_election=_env("LEADER_ELECTION", "true").lower() in ("1", "true", "yes"),
-            lease_namespace=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
-            lease_name=_env("LEASE_NAME", "toposched-operator"),
-            identity=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
-            coalesce_seconds=float(_env("COALESCE_SECONDS", "0.2")),
-            netperf_percentile=_env("NETPERF_PERCENTILE", "p90"),
-            netperf_max_age_seconds=float(_env("NETPERF_MAX_AGE_SECONDS", "3600")),
-            resync_seconds=float(_env("RESYNC_SECONDS", "300")),
-        )
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        settings.add_arguments(parser, cls)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """``toposched operator``: its flags, then the environment."""
+        return settings.build(cls, args)
+
+    @classmethod
+    def from_env(cls) -> Self:
+        """``kopf run -m``: the environment only."""
+        return settings.build(cls, None)

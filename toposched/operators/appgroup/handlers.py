@@ -8,7 +8,6 @@ the object should have; write it if it differs". Nothing is stored on the user's
 import logging
 import time
 from collections import Counter
-from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,8 +27,10 @@ from toposched.apis.errors import describe
 from toposched.kube import events
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView, pod_view, reconcile
+from toposched.operators.coalescer import Coalescer
 from toposched.operators.invalid import report_invalid
-from toposched.operators.runtime import Coalescer, Runtime
+from toposched.operators.memo import OperatorMemo
+from toposched.operators.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class AppGroupReconciler:
         self.runtime = runtime
         self.bodies = bodies
         self.pods = pods
-        self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
+        self.coalescer: Coalescer[Key] = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
         # Last status written per object uid: an index may lag our own write by one event.
         self.last_written: dict[str, bytes] = {}
         self.ready: dict[str, tuple[str, str]] = {}
@@ -68,8 +69,7 @@ class AppGroupReconciler:
         for key in list(self.bodies):
             self.coalescer.poke(key)
 
-    async def _reconcile(self, key: Hashable) -> None:
-        assert isinstance(key, tuple)
+    async def _reconcile(self, key: Key) -> None:
         if not self.runtime.leadership.leading.is_set():
             return
         found = list(self.bodies.get(key, []))
@@ -126,21 +126,16 @@ class AppGroupReconciler:
             metrics.APPGROUPS.labels(status, reason).set(count)
 
 
-def reconciler(memo: Any) -> AppGroupReconciler:
-    found = memo.get("appgroup_reconciler")
-    assert isinstance(found, AppGroupReconciler), "operators.main start-up did not run"
-    return found
-
-
 @kopf.on.event(*RESOURCE)  # type: ignore[arg-type]
-async def appgroup_event(event: kopf.RawEvent, namespace: str, name: str, uid: str, memo: kopf.Memo, **_: Any) -> None:
-    r = reconciler(memo)
+async def appgroup_event(
+    event: kopf.RawEvent, namespace: str, name: str, uid: str, memo: OperatorMemo, **_: Any
+) -> None:
     if event["type"] == "DELETED":
-        r.forget(uid, (namespace, name))
+        memo.appgroups.forget(uid, (namespace, name))
         return
-    await r.coalescer.run_now((namespace, name))
+    await memo.appgroups.coalescer.run_now((namespace, name))
 
 
 @kopf.on.event("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
-async def member_pod_event(namespace: str | None, labels: kopf.Labels, memo: Any, **_: Any) -> None:
-    reconciler(memo).coalescer.poke((namespace or "", labels[APPGROUP_LABEL]))
+async def member_pod_event(namespace: str | None, labels: kopf.Labels, memo: OperatorMemo, **_: Any) -> None:
+    memo.appgroups.coalescer.poke((namespace or "", labels[APPGROUP_LABEL]))

@@ -9,7 +9,7 @@ Writes happen only when the result differs, so the operator's own write ends the
 import asyncio
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -32,7 +32,9 @@ from toposched.apis.quantity import parse_quantity
 from toposched.kube import events, rest
 from toposched.operators import k8s, metrics
 from toposched.operators.appgroup.status import PodView
+from toposched.operators.coalescer import Coalescer
 from toposched.operators.invalid import report_invalid
+from toposched.operators.memo import OperatorMemo
 from toposched.operators.networktopology.costs import (
     Dependency,
     NodeInfo,
@@ -42,7 +44,7 @@ from toposched.operators.networktopology.costs import (
     node_info,
 )
 from toposched.operators.networktopology.status import Outcome, configmap_name_problem, reconcile
-from toposched.operators.runtime import Coalescer, Runtime
+from toposched.operators.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +63,7 @@ class NetworkTopologyReconciler:
         self.bodies = bodies
         self.appgroups = appgroups
         self.pods = pods
-        self.coalescer = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
+        self.coalescer: Coalescer[Key] = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
         self.known_nodes: dict[str, NodeInfo] = {}
         self.nodes_listed = asyncio.Event()
         """Costs wait for the first list of nodes, so none is computed from a partial cluster."""
@@ -159,8 +161,7 @@ class NetworkTopologyReconciler:
         self._parsed_dependencies[prefix] = (version, found)
         return found
 
-    async def _reconcile(self, key: Hashable) -> None:
-        assert isinstance(key, tuple)
+    async def _reconcile(self, key: Key) -> None:
         if not self.runtime.leadership.leading.is_set():
             return
         await self.nodes_listed.wait()
@@ -244,28 +245,24 @@ class NetworkTopologyReconciler:
         metrics.RECONCILE_SECONDS.labels("NetworkTopology").observe(time.perf_counter() - started)
 
 
-def reconciler(memo: Any) -> NetworkTopologyReconciler:
-    found = memo.get("networktopology_reconciler")
-    assert isinstance(found, NetworkTopologyReconciler), "operators.main start-up did not run"
-    return found
-
-
 @kopf.on.event(*RESOURCE)
-async def networktopology_event(event: kopf.RawEvent, namespace: str | None, name: str, memo: Any, **_: Any) -> None:
+async def networktopology_event(
+    event: kopf.RawEvent, namespace: str | None, name: str, memo: OperatorMemo, **_: Any
+) -> None:
     if event["type"] == "DELETED":
         return
-    await reconciler(memo).coalescer.run_now((namespace or "", name))
+    await memo.networktopologies.coalescer.run_now((namespace or "", name))
 
 
 @kopf.on.event("configmaps")
-async def configmap_event(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
-    reconciler(memo).poke_configmap(namespace or "", name)
+async def configmap_event(namespace: str | None, name: str, memo: OperatorMemo, **_: Any) -> None:
+    memo.networktopologies.poke_configmap(namespace or "", name)
 
 
 @kopf.on.event("pods", labels={APPGROUP_LABEL: kopf.PRESENT})
-async def placement_event(event: kopf.RawEvent, uid: str, spec: kopf.Spec, memo: Any, **_: Any) -> None:
+async def placement_event(event: kopf.RawEvent, uid: str, spec: kopf.Spec, memo: OperatorMemo, **_: Any) -> None:
     """bandwidthAllocated follows placements: poke when a member pod is bound, moved or gone."""
-    reconciler(memo).placement_changed(uid, None if event["type"] == "DELETED" else spec.get("nodeName"))
+    memo.networktopologies.placement_changed(uid, None if event["type"] == "DELETED" else spec.get("nodeName"))
 
 
 def node_slim(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""OperatorSettings: `toposched operator`'s flags, else TOPOSCHED_* variables, else defaults."""
+
+import os
+import socket
+
+import pytest
+
+from toposched.cli import build_parser, main
+from toposched.operators.settings import OperatorSettings
+
+VARIABLES = ("KUBERNETES_SERVICE_HOST", "POD_NAMESPACE")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [*VARIABLES, *(n for n in os.environ if n.startswith("TOPOSCHED_"))]:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        pytest.param(
+            [],
+            {},
+            {
+                "namespaces": (),
+                "liveness": None,
+                "verbose": False,
+                "metrics_port": 9090,
+                "metrics_address": "127.0.0.1",
+                "leader_election": True,
+                "lease_namespace": "default",
+                "lease_name": "toposched-operator",
+                "identity": f"{socket.gethostname()}-{os.getpid()}",
+                "coalesce_seconds": 0.2,
+                "netperf_percentile": "p90",
+                "netperf_max_age_seconds": 3600,
+                "resync_seconds": 300,
+            },
+            id="defaults",
+        ),
+        pytest.param(
+            ["-n", "a", "--namespace", "b*", "--liveness", "http://0.0.0.0:8080/healthz", "-v"],
+            {},
+            {"namespaces": ("a", "b*"), "liveness": "http://0.0.0.0:8080/healthz", "verbose": True},
+            id="flags",
+        ),
+        pytest.param([], {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, {"metrics_address": "0.0.0.0"}, id="in-a-pod"),
+        pytest.param(
+            [], {"TOPOSCHED_METRICS_ADDRESS": "10.1.2.3"}, {"metrics_address": "10.1.2.3"}, id="address-variable"
+        ),
+        pytest.param(
+            ["--metrics-address", "::"],
+            {"TOPOSCHED_METRICS_ADDRESS": "10.1.2.3"},
+            {"metrics_address": "::"},
+            id="address-flag-beats-variable",
+        ),
+        pytest.param([], {"POD_NAMESPACE": "toposched"}, {"lease_namespace": "toposched"}, id="lease-in-pod-namespace"),
+        pytest.param(
+            [],
+            {"POD_NAMESPACE": "toposched", "TOPOSCHED_LEASE_NAMESPACE": "elsewhere"},
+            {"lease_namespace": "elsewhere"},
+            id="lease-namespace-told",
+        ),
+        pytest.param(
+            [],
+            {
+                "TOPOSCHED_METRICS_PORT": "0",
+                "TOPOSCHED_LEADER_ELECTION": "false",
+                "TOPOSCHED_LEASE_NAME": "lease",
+                "TOPOSCHED_IDENTITY": "pod-1",
+                "TOPOSCHED_COALESCE_SECONDS": "0.05",
+                "TOPOSCHED_NETPERF_PERCENTILE": "p99",
+                "TOPOSCHED_NETPERF_MAX_AGE_SECONDS": "60",
+                "TOPOSCHED_RESYNC_SECONDS": "30",
+            },
+            {
+                "metrics_port": 0,
+                "leader_election": False,
+                "lease_name": "lease",
+                "identity": "pod-1",
+                "coalesce_seconds": 0.05,
+                "netperf_percentile": "p99",
+                "netperf_max_age_seconds": 60,
+                "resync_seconds": 30,
+            },
+            id="variables",
+        ),
+    ],
+)
+def test_flags_then_variables_then_defaults(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], environ: dict[str, str], expected: dict[str, object]
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    found = OperatorSettings.from_args(build_parser("operator").parse_args(["operator", *argv]))
+    assert {name: getattr(found, name) for name in expected} == expected
+    if not argv:  # `kopf run -m`: the same from the environment alone
+        assert OperatorSettings.from_env() == found
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("TOPOSCHED_METRICS_PORT", "x", "$TOPOSCHED_METRICS_PORT: invalid int value: 'x'"),
+        ("TOPOSCHED_LEADER_ELECTION", "perhaps", "$TOPOSCHED_LEADER_ELECTION: invalid boolean value: 'perhaps'"),
+        ("TOPOSCHED_COALESCE_SECONDS", "soon", "$TOPOSCHED_COALESCE_SECONDS: invalid float value: 'soon'"),
+    ],
+)
+def test_a_bad_variable_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["operator"]) == 2
+    assert capsys.readouterr().err == f"toposched operator: {message}\n"
+
+
+def test_help_names_every_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["operator", "--help"])
+    out = capsys.readouterr().out
+    for variable in (
+        "TOPOSCHED_METRICS_PORT",
+        "TOPOSCHED_METRICS_ADDRESS",
+        "TOPOSCHED_LEASE_NAMESPACE",
+        "POD_NAMESPACE",
+    ):
+        assert f"${variable}" in out

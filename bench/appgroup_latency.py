@@ -11,6 +11,7 @@ from kubernetes_asyncio import client, config, watch
 
 from bench.appgroup_sort import random_dag_spec
 from bench.stats import summary
+from testkit.builders import appgroup_body
 from testkit.cluster import OperatorProcess, wait_for
 from toposched.apis.appgroup import AppGroup, SortingAlgorithm
 
@@ -29,10 +30,8 @@ async def _measure(kubeconfig: Path, workloads: int, samples: int, log: Path) ->
         operator.start()
         try:
             spec = random_dag_spec(workloads, max_deps=3, seed=2).model_dump(mode="json", by_alias=True)
-            body: dict[str, Any] = {"apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}", "kind": "AppGroup"}
-            body["metadata"] = {"name": "bench"}
             await objects.create_namespaced_custom_object(
-                AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, {**body, "spec": spec}
+                AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, appgroup_body("bench", spec=spec)
             )
 
             async def first_status() -> bool:

@@ -5,26 +5,22 @@ import time
 from typing import Any
 
 from bench.stats import summary
+from testkit.builders import appgroup_spec
 from toposched.apis.appgroup import AppGroupSpec, SortingAlgorithm
 from toposched.apis.limits import MAX_WORKLOADS
 from toposched.operators.appgroup.toposort import build_graph, sort_graph
-
-
-def _info(name: str) -> dict[str, str]:
-    return {"kind": "Deployment", "name": name, "selector": name}
 
 
 def random_dag_spec(n: int, max_deps: int, seed: int) -> AppGroupSpec:
     """Workloads w0..w(n-1) in a shuffled spec order; each depends on up to ``max_deps`` later ones."""
     rng = random.Random(seed)
     names = [f"w{i}" for i in range(n)]
-    workloads = []
+    deps = {}
     for i in range(n):
         later = rng.sample(range(i + 1, n), min(max_deps, n - i - 1)) if i + 1 < n else []
-        deps = [{"workload": _info(names[j])} for j in later]
-        workloads.append({"workload": _info(names[i]), "dependencies": deps})
-    rng.shuffle(workloads)
-    return AppGroupSpec.model_validate({"numMembers": n, "workloads": workloads})
+        deps[names[i]] = [names[j] for j in later]
+    rng.shuffle(names)
+    return AppGroupSpec.model_validate(appgroup_spec({w: deps[w] for w in names}))
 
 
 def run(workloads: int = MAX_WORKLOADS, max_deps: int = 3, repeats: int = 15) -> dict[str, Any]:

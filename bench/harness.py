@@ -21,6 +21,7 @@ from typing import Any
 
 from kubernetes_asyncio import client, config, watch
 
+from testkit.builders import node_body
 from testkit.certs import ExtenderPKI, extender_pki
 from testkit.cluster import free_port
 from testkit.extender import ready, schedhook_tls_args, scheduler_config
@@ -111,13 +112,10 @@ class Harness:
 
     async def create_nodes(self, specs: Sequence[NodeSpec], tag: str) -> None:
         async def one(spec: NodeSpec) -> None:
-            meta = client.V1ObjectMeta(
-                name=spec.name,
-                labels={BENCH_LABEL: tag, **spec.labels},
-                annotations={"kwok.x-k8s.io/node": "fake"},
+            body = node_body(
+                spec.name, labels={BENCH_LABEL: tag, **spec.labels}, allocatable=spec.allocatable, kwok=True
             )
-            status = client.V1NodeStatus(allocatable=spec.allocatable, capacity=spec.allocatable)
-            node = await self.core.create_node(client.V1Node(metadata=meta, status=status))
+            node = await self.core.create_node(body)
             if spec.nrt is not None:
                 await self.publish_nrt(spec.name, spec.nrt, owner_uid=node.metadata.uid)
 

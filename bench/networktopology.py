@@ -10,8 +10,8 @@ from typing import Any
 from kubernetes_asyncio import client, config, watch
 
 from bench.stats import summary
+from testkit.builders import node_body
 from testkit.cluster import OperatorProcess, wait_for
-from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.apis.netperf import latency_key, parse
 from toposched.apis.networktopology import NetworkTopology
 from toposched.operators.networktopology.costs import NodeInfo, compute
@@ -70,9 +70,10 @@ async def _cluster(kubeconfig: Path, log: Path, nodes: int, zones: int, samples:
             for n in layout(nodes, 2, zones)
         ]
         for n in infos:
-            labels = {REGION_LABEL: n.region or "", ZONE_LABEL: n.zone or "", "toposched-bench": namespace}
-            meta = client.V1ObjectMeta(name=n.name, labels=labels, annotations={"kwok.x-k8s.io/node": "fake"})
-            await core.create_node(client.V1Node(metadata=meta))
+            labels = {"toposched-bench": namespace}
+            await core.create_node(
+                node_body(n.name, region=n.region or "", zone=n.zone or "", labels=labels, kwok=True)
+            )
         data = measurements(infos, nodes * 5, seed=2)
         cm = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="netperf-metrics"), data=data)
         await core.create_namespaced_config_map(namespace, cm)

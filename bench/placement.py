@@ -29,10 +29,11 @@ from bench import optimum, scheduler_plugins
 from bench.harness import Harness, NodeSpec, SetupError
 from bench.realnodes import real_numa_scenarios
 from bench.stats import spread
+from testkit.builders import appgroup_body, member_labels, pod_body
 from testkit.paths import EXAMPLES
 from testkit.simulated_kubelet import GPU, Node, two_numa
 from toposched.apis.appgroup import AppGroup
-from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
+from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
 from toposched.apis.quantity import parse_quantity
 from toposched.operators.appgroup.toposort import sort_spec
 from toposched.schedhook.placement.parse import pod_from_spec
@@ -49,20 +50,17 @@ def numa_pods(count: int, scheduler: str, tag: str, seed: int) -> list[dict[str,
     pods = []
     for i in range(count):
         cpu = rng.choice([2, 4, 6, 8, 10, 12])
-        limits = {"cpu": str(cpu), "memory": f"{cpu * 4}Gi"}
-        if rng.random() < 0.33:
-            limits[GPU] = "1"
+        devices = {GPU: "1"} if rng.random() < 0.33 else {}
         pods.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"p{i:04d}"},
-                "spec": {
-                    "schedulerName": scheduler,
-                    "nodeSelector": {BENCH_LABEL: tag},
-                    "containers": [{"name": "app", "image": "example.invalid/app:1", "resources": {"limits": limits}}],
-                },
-            }
+            pod_body(
+                f"p{i:04d}",
+                cpu=cpu,
+                memory=f"{cpu * 4}Gi",
+                devices=devices,
+                scheduler=scheduler,
+                node_selector={BENCH_LABEL: tag},
+                image="example.invalid/app:1",
+            )
         )
     return pods
 
@@ -290,29 +288,17 @@ def pair_cost(a: tuple[str, str, str], b: tuple[str, str, str]) -> int:
 
 
 def redis_cluster() -> dict[str, Any]:
-    def workload(name: str) -> dict[str, str]:
-        return {"kind": "StatefulSet", "apiVersion": "apps/v1", "name": name, "selector": name}
-
-    return {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {"name": "redis-cluster"},
-        "spec": {
-            "numMembers": 3,
-            "topologySortingAlgorithm": "KahnSort",
-            "workloads": [
-                {
-                    "workload": workload("redis-client"),
-                    "dependencies": [{"workload": workload("redis-leader"), "maxNetworkCost": 20}],
-                },
-                {
-                    "workload": workload("redis-follower"),
-                    "dependencies": [{"workload": workload("redis-leader"), "maxNetworkCost": 60}],
-                },
-                {"workload": workload("redis-leader")},
-            ],
+    return appgroup_body(
+        "redis-cluster",
+        {
+            "redis-client": [("redis-leader", {"maxNetworkCost": 20})],
+            "redis-follower": [("redis-leader", {"maxNetworkCost": 60})],
+            "redis-leader": [],
         },
-    }
+        kind="StatefulSet",
+        api_version="apps/v1",
+        algorithm="KahnSort",
+    )
 
 
 def appgroups() -> list[dict[str, Any]]:
@@ -413,16 +399,15 @@ async def _ordered(h: Harness, namespace: str, names: Sequence[str], within: flo
 
 
 def _member(group: str, workload: str, i: int, scheduler: str, tag: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"{workload}-{i}", "labels": {APPGROUP_LABEL: group, WORKLOAD_LABEL: workload}},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {BENCH_LABEL: tag},
-            "containers": [{"name": "app", "image": "example.invalid/app:1", "resources": {"requests": {"cpu": "1"}}}],
-        },
-    }
+    return pod_body(
+        f"{workload}-{i}",
+        labels=member_labels(group, workload),
+        cpu=1,
+        guaranteed=False,
+        scheduler=scheduler,
+        node_selector={BENCH_LABEL: tag},
+        image="example.invalid/app:1",
+    )
 
 
 async def network_scenario(h: Harness, *, nodes_per_zone: int, replicas: int, repeats: int) -> dict[str, Any]:

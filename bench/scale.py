@@ -24,7 +24,8 @@ from bench import scheduler_plugins
 from bench.appgroup_sort import random_dag_spec
 from bench.harness import Bound, Harness, NodeSpec
 from bench.stats import percentile, spread
-from bench.throughput import backlog, pod_body, start
+from bench.throughput import backlog, bench_pod, start
+from testkit.builders import appgroup_body
 from testkit.cluster import OperatorProcess
 from testkit.nrt import nrt
 from toposched.apis.appgroup import AppGroup
@@ -38,7 +39,7 @@ async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str, r
     try:
         await start(h, scheduler)
         await asyncio.sleep(3)
-        bodies = [pod_body(i, scheduler, tag) for i in range(pods)]
+        bodies = [bench_pod(i, scheduler, tag) for i in range(pods)]
         binds: dict[str, Bound] = {}
         watcher = asyncio.create_task(h.watch_binds(namespace, pods, 600, binds))
         created: dict[str, float] = {}
@@ -74,7 +75,6 @@ async def operator_footprint(h: Harness, appgroups: int, log: Path) -> dict[str,
     operator = OperatorProcess(h.kubeconfig, namespace, log, identity="bench", lease="toposched-bench")
     operator.start()
     try:
-        body = {"apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}", "kind": "AppGroup"}
         specs = [
             random_dag_spec(8, max_deps=2, seed=i).model_dump(mode="json", by_alias=True) for i in range(appgroups)
         ]
@@ -84,7 +84,7 @@ async def operator_footprint(h: Harness, appgroups: int, log: Path) -> dict[str,
                 AppGroup.VERSION,
                 namespace,
                 AppGroup.PLURAL,
-                {**body, "metadata": {"name": f"ag-{i}"}, "spec": s},
+                appgroup_body(f"ag-{i}", spec=s),
             )
             for i, s in enumerate(specs)
         ]

@@ -17,22 +17,23 @@ from typing import Any
 
 from bench import scheduler_plugins
 from bench.harness import Bound, Harness, NodeSpec, scrape
+from testkit.builders import pod_body
 from testkit.nrt import nrt
 from testkit.paths import REPO
 
 
-def pod_body(i: int, scheduler: str, tag: str) -> dict[str, Any]:
-    limits = {"cpu": "1", "memory": "1Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"p{i}"},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {"toposched-bench": tag},
-            "containers": [{"name": "c", "image": "example.invalid/c:1", "resources": {"limits": limits}}],
-        },
-    }
+def bench_pod(i: int, scheduler: str, tag: str) -> dict[str, Any]:
+    """A Guaranteed pod of 1 CPU and 1 GiB for ``scheduler``, onto the nodes labelled ``tag``."""
+    selector = {"toposched-bench": tag}
+    return pod_body(
+        f"p{i}",
+        cpu=1,
+        memory="1Gi",
+        scheduler=scheduler,
+        node_selector=selector,
+        container="c",
+        image="example.invalid/c:1",
+    )
 
 
 def rate(binds: dict[str, Bound]) -> float:
@@ -48,7 +49,7 @@ async def backlog(
     namespace = f"tp-{scheduler}-{tag}-{repeat}"
     await h.namespace(namespace)
     try:
-        await h.create_pods(namespace, [pod_body(i, scheduler, tag) for i in range(pods)])
+        await h.create_pods(namespace, [bench_pod(i, scheduler, tag) for i in range(pods)])
         binds: dict[str, Bound] = {}
         watcher = asyncio.create_task(h.watch_binds(namespace, pods, within, binds))
         metrics = await start(h, scheduler)

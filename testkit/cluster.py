@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,9 +16,9 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from testkit.builders import KWOK_TOLERATION, member_labels, node_body, pod_body
 from testkit.paths import REPO
 from toposched.apis.appgroup import AppGroup
-from toposched.apis.constants import APPGROUP_LABEL, WORKLOAD_LABEL
 
 T = TypeVar("T")
 
@@ -33,30 +33,6 @@ async def wait_for(probe: Callable[[], Awaitable[T | None]], within: float = 30,
             return last
         await asyncio.sleep(0.1)
     raise AssertionError(f"timed out after {within}s waiting for {what} (last: {last!r})")
-
-
-def appgroup_body(
-    name: str, workloads: Mapping[str, Sequence[str]], min_bandwidth: str | None = None
-) -> dict[str, Any]:
-    """An AppGroup of Deployments (selector = name): workload -> the workloads it depends on,
-    each dependency with ``min_bandwidth`` when given."""
-
-    def info(w: str) -> dict[str, str]:
-        return {"kind": "Deployment", "name": w, "selector": w}
-
-    def dependency(w: str) -> dict[str, Any]:
-        return {"workload": info(w), **({"minBandwidth": min_bandwidth} if min_bandwidth else {})}
-
-    items = [
-        {"workload": info(w), **({"dependencies": [dependency(d) for d in deps]} if deps else {})}
-        for w, deps in workloads.items()
-    ]
-    return {
-        "apiVersion": f"{AppGroup.GROUP}/{AppGroup.VERSION}",
-        "kind": "AppGroup",
-        "metadata": {"name": name},
-        "spec": {"numMembers": len(items), "workloads": items},
-    }
 
 
 async def get_appgroup(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
@@ -94,16 +70,12 @@ def ready_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 async def ensure_kwok_node(api: client.ApiClient, name: str, labels: dict[str, str] | None = None) -> None:
     """A simulated node that kwok keeps Ready; pods bound to it turn Running without containers."""
-    node = client.V1Node(
-        metadata=client.V1ObjectMeta(
-            name=name,
-            labels={"type": "kwok", "kubernetes.io/hostname": name, **(labels or {})},
-            annotations={"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-        ),
-        status=client.V1NodeStatus(
-            allocatable={"cpu": "64", "memory": "256Gi", "pods": "250"},
-            capacity={"cpu": "64", "memory": "256Gi", "pods": "250"},
-        ),
+    node = node_body(
+        name,
+        labels={"type": "kwok", "kubernetes.io/hostname": name, **(labels or {})},
+        annotations={"node.alpha.kubernetes.io/ttl": "0"},
+        allocatable={"cpu": "64", "memory": "256Gi", "pods": "250"},
+        kwok=True,
     )
     core = client.CoreV1Api(api)
     try:
@@ -130,13 +102,8 @@ async def wait_default_service_account(api: client.ApiClient, namespace: str) ->
 
 
 async def create_member_pod(api: client.ApiClient, namespace: str, name: str, appgroup: str, workload: str) -> None:
-    pod = client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name, labels={APPGROUP_LABEL: appgroup, WORKLOAD_LABEL: workload}),
-        spec=client.V1PodSpec(
-            containers=[client.V1Container(name="app", image="example.invalid/app:1")],
-            tolerations=[client.V1Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")],
-        ),
-    )
+    labels = member_labels(appgroup, workload)
+    pod = pod_body(name, labels=labels, tolerations=[KWOK_TOLERATION], image="example.invalid/app:1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod)
 
 

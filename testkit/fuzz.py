@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from testkit import sysfs
+from testkit.builders import node_body
 from testkit.nrt import nrt as random_nrt
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 
@@ -299,24 +300,13 @@ def seeds() -> Seeds:
         *_load(EXAMPLES / "noderesourcetopology-worker-1.yaml"),
         *_load(UPSTREAM_FIXTURES / "noderesourcetopology.yaml"),
     ]
-    for i in range(3):
-        body = random_nrt(f"worker-{i + 2}", rng)
-        nrts.append({"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology", **body})
+    nrts += [random_nrt(f"worker-{i + 2}", rng) for i in range(3)]
     zones = {"worker-1": ("us-west-1", "z1"), "worker-2": ("us-west-1", "z2"), "worker-3": ("us-east-1", "z3")}
     zones["worker-4"] = ("us-east-1", "z4")
+    allocatable = {"cpu": "64", "memory": "256Gi", "pods": "250"}
+    capacity = {"cpu": "64", "memory": "256Gi", "network.aware.com/bandwidth": "25G"}
     nodes = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {"topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone},
-            },
-            "status": {
-                "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "250"},
-                "capacity": {"cpu": "64", "memory": "256Gi", "network.aware.com/bandwidth": "25G"},
-            },
-        }
+        node_body(name, region=region, zone=zone, allocatable=allocatable, capacity=capacity)
         for name, (region, zone) in zones.items()
     ]
     member: dict[str, Any] = {

@@ -1,48 +1,23 @@
-"""NRT and pod bodies (plain dicts, as the API returns them) for tests and benchmarks."""
+"""A random NRT and a pod to place on it, for tests and benchmarks that need many nodes."""
 
 import random
 from typing import Any
 
-from toposched.apis.constants import (
-    NRT_ATTR_CPU_MANAGER_POLICY,
-    NRT_ATTR_MEMORY_MANAGER_POLICY,
-    NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
-    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
-)
+from testkit.builders import Figures, nrt_body, pod_body
 
 
 def nrt(name: str, rng: random.Random) -> dict[str, Any]:
-    zones = []
-    for i in range(2):
+    """Two zones of 32 CPUs, 120 GiB and 4 NICs each, with random amounts of them free; the
+    kubelet's static CPU and Memory Managers under single-numa-node."""
+    zones: list[dict[str, Figures]] = []
+    for _ in range(2):
         cpu = rng.randint(0, 32)
-        resources = [
-            {"name": "cpu", "capacity": 32, "allocatable": 32, "available": cpu},
-            {"name": "memory", "capacity": "128Gi", "allocatable": "120Gi", "available": f"{rng.randint(1, 120)}Gi"},
-            {"name": "example.com/nic", "capacity": 4, "allocatable": 4, "available": rng.randint(0, 4)},
-        ]
+        memory = f"{rng.randint(1, 120)}Gi"
         zones.append(
-            {
-                "name": f"node-{i}",
-                "type": "Node",
-                "resources": resources,
-                "costs": [
-                    {"name": "node-0", "value": 10 if i == 0 else 21},
-                    {"name": "node-1", "value": 21 if i == 0 else 10},
-                ],
-            }
+            {"cpu": (32, 32, cpu), "memory": ("128Gi", "120Gi", memory), "example.com/nic": (4, 4, rng.randint(0, 4))}
         )
-    attributes = [
-        {"name": NRT_ATTR_TOPOLOGY_MANAGER_POLICY, "value": "single-numa-node"},
-        {"name": NRT_ATTR_TOPOLOGY_MANAGER_SCOPE, "value": "container"},
-        {"name": NRT_ATTR_CPU_MANAGER_POLICY, "value": "static"},
-        {"name": NRT_ATTR_MEMORY_MANAGER_POLICY, "value": "Static"},
-    ]
-    return {"metadata": {"name": name}, "zones": zones, "attributes": attributes}
+    return nrt_body(name, zones, memory_manager="Static", distances=[[10, 21], [21, 10]])
 
 
-POD: dict[str, Any] = {
-    "metadata": {"name": "p", "namespace": "default", "uid": "u"},
-    "spec": {
-        "containers": [{"name": "app", "resources": {"limits": {"cpu": "8", "memory": "16Gi", "example.com/nic": "1"}}}]
-    },
-}
+POD: dict[str, Any] = pod_body("p", namespace="default", uid="u", cpu=8, memory="16Gi", devices={"example.com/nic": 1})
+"""A Guaranteed pod of 8 CPUs, 16 GiB and one NIC."""

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from testkit.certs import ExtenderPKI, KeyPair, extender_pki
+from testkit.certs import ExtenderPKI, KeyPair
 from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_default_service_account, wait_for
 from testkit.extender import REFUSED, call, schedhook_tls_args
 from testkit.paths import CRDS, EXAMPLES, REPO
@@ -522,10 +522,11 @@ async def test_exporter_writes_only_its_own_node(
 
 @pytest.fixture(scope="module")
 async def chart_pki(
-    api: client.ApiClient, release: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+    api: client.ApiClient, release: tuple[str, str], tmp_path_factory: pytest.TempPathFactory, pki: ExtenderPKI
 ) -> ExtenderPKI:
     """The certificates the chart generated (schedhook's and kube-scheduler's), as files; the
-    "impostor" is schedhook's own certificate presented as a client (the same CA, another name)."""
+    "impostor" is schedhook's own certificate presented as a client (the same CA, another name),
+    the "stranger" the scheduler's name from the test CA."""
     work = tmp_path_factory.mktemp("chart-pki")
     pairs = {}
     for component in ("schedhook", "scheduler"):
@@ -535,8 +536,9 @@ async def chart_pki(
         for key, value in secret.data.items():
             (work / f"{component}-{key}").write_bytes(base64.b64decode(value))
         pairs[component] = KeyPair(work / f"{component}-tls.crt", work / f"{component}-tls.key")
-    stranger = extender_pki(work / "other").stranger
-    return ExtenderPKI(work / "schedhook-ca.crt", pairs["schedhook"], pairs["scheduler"], pairs["schedhook"], stranger)
+    return ExtenderPKI(
+        work / "schedhook-ca.crt", pairs["schedhook"], pairs["scheduler"], pairs["schedhook"], pki.stranger
+    )
 
 
 def start_schedhook(

@@ -19,18 +19,21 @@ import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
-from testkit.cluster import appgroup_body, skip_or_fail, wait_default_service_account, wait_for
+from testkit.builders import appgroup_body, member_labels
+from testkit.cluster import skip_or_fail, wait_default_service_account, wait_for
 from testkit.paths import REPO
 from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, scheduled_pod, workload_pod
 from testkit.realnode.exporter import nrt_differences
 from toposched import __version__
-from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, ORDER_GATE, WORKLOAD_LABEL
+from toposched.apis.appgroup import AppGroup
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION, ORDER_GATE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds", "real_nodes")]
 
@@ -175,18 +178,23 @@ async def test_the_chart_runs_on_real_nodes(api: client.ApiClient, namespace: st
 
 
 async def scenario(api: client.ApiClient, namespace: str, release: Release) -> None:
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    a, b = release.nodes
-    names = [a.name, b.name]
+    await installed_and_ready(api, release)
+    await placed_where_the_kubelet_admits_it(api, namespace, release)
+    await appgroup_released_in_order(api, namespace, release)
+    await upgrade_keeps_the_certificates(api, namespace, release)
+    await uninstall_leaves_the_crds_and_the_users_objects(api, namespace, release)
 
+
+async def installed_and_ready(api: client.ApiClient, release: Release) -> None:
+    """helm install: every pod Ready on the host network, without a restart, its metrics served, and
+    each node's NRT, published by the DaemonSet's exporter, in agreement with its kubelet."""
     started = time.monotonic()
     await asyncio.to_thread(release.install)
     pods = await pods_ready(api, release, within=240)
     print(f"release Ready {time.monotonic() - started:.1f} s after helm install")
     assert all(p.spec.host_network for p in pods)
-    assert {p.spec.node_name for p in pods if p.metadata.labels["app.kubernetes.io/component"] == "exporter"} == set(
-        names
-    )
+    exporters = {p.spec.node_name for p in pods if p.metadata.labels["app.kubernetes.io/component"] == "exporter"}
+    assert exporters == {node.name for node in release.nodes}
     assert all(s.restart_count == 0 for p in pods for s in p.status.container_statuses), [
         (p.metadata.name, [s.restart_count for s in p.status.container_statuses]) for p in pods
     ]
@@ -198,21 +206,25 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
         if port:
             text = await asyncio.to_thread(metrics, f"http://{pod.status.pod_ip}:{port}/metrics")
             assert "# TYPE" in text, pod.metadata.name
+    await wait_for(partial(nrts_agree, release), within=60, what="the NRTs to agree with the kubelets")
 
-    # Each node's NRT, published by the DaemonSet's exporter, agrees with its kubelet.
-    async def agree() -> bool:
-        return not any([await asyncio.to_thread(nrt_differences, node) for node in release.nodes])
 
-    await wait_for(agree, within=60, what="the NRTs to agree with the kubelets")
+async def nrts_agree(release: Release) -> bool:
+    return not any([await asyncio.to_thread(nrt_differences, node) for node in release.nodes])
 
-    # Fragment a (zones keep 1 and 2 free CPUs), fill b's zone 0 (zone 1 keeps 4): a 3-CPU pod
-    # fits a's totals, but only b's zone 1 can admit it.
+
+async def placed_where_the_kubelet_admits_it(api: client.ApiClient, namespace: str, release: Release) -> None:
+    """Fragment a (zones keep 1 and 2 free CPUs), fill b's zone 0 (zone 1 keeps 4): a 3-CPU pod
+    fits a's totals, but only b's zone 1 can admit it."""
+    core = client.CoreV1Api(api)
+    a, b = release.nodes
     await wait_default_service_account(api, namespace)
     for name, node, cpu in (("frag-a", a, 2), ("frag-b", a, 2), ("fill", b, 3)):
         await core.create_namespaced_pod(namespace, workload_pod(name, node=node.name, cpu=cpu, memory="256Mi"))
         assert (await phase(api, namespace, name)).status.phase == "Running"
-    await wait_for(agree, within=60, what="the NRTs to show the fragmentation")
+    await wait_for(partial(nrts_agree, release), within=60, what="the NRTs to show the fragmentation")
 
+    names = [a.name, b.name]
     await core.create_namespaced_pod(namespace, scheduled_pod("placed", 3, "toposched", names, prefer=a.name))
     placed = await phase(api, namespace, "placed")
     assert placed.status.phase == "Running", (placed.status.reason, placed.status.message)
@@ -220,22 +232,25 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
     predicted = json.loads(placed.metadata.annotations[NUMA_ZONES_ANNOTATION])
     assert b.numa_zones(b.assigned_cpus(placed.metadata.uid)["app"]) == predicted == ["node-1"]
 
-    # An AppGroup: the release's operator writes its order, its webhook gates the pods (created in
-    # the wrong order), its gate controller releases them in that order.
-    shop = appgroup_body("shop", {"frontend": ["backend"], "backend": []})
-    await custom.create_namespaced_custom_object("appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", shop)
+
+async def appgroup_released_in_order(api: client.ApiClient, namespace: str, release: Release) -> None:
+    """The release's operator writes an AppGroup's order, its webhook gates the pods (created in the
+    wrong order), its gate controller releases them in that order."""
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    where = (AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL)
+    await custom.create_namespaced_custom_object(
+        *where, appgroup_body("shop", {"frontend": ["backend"], "backend": []})
+    )
 
     async def ordered() -> list[str] | None:
-        group = await custom.get_namespaced_custom_object(
-            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", "shop"
-        )
+        group = await custom.get_namespaced_custom_object(*where, "shop")
         order = (group.get("status") or {}).get("topologyOrder") or []
         return [o["workload"]["selector"] for o in sorted(order, key=lambda o: o["index"])] or None
 
     order = await wait_for(ordered, within=30, what="the AppGroup's topologyOrder")
     for workload in reversed(order):
-        body = scheduled_pod(f"{workload}-0", 1, "toposched", names)
-        body["metadata"]["labels"] = {APPGROUP_LABEL: "shop", WORKLOAD_LABEL: workload}
+        body = scheduled_pod(f"{workload}-0", 1, "toposched", [node.name for node in release.nodes])
+        body["metadata"]["labels"] = member_labels("shop", workload)
         created = await core.create_namespaced_pod(namespace, body)
         assert [g.name for g in created.spec.scheduling_gates or []] == [ORDER_GATE]
         await asyncio.sleep(1.1)  # PodScheduled times have whole seconds
@@ -247,7 +262,10 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
 
     assert scheduled_at(members[0]) <= scheduled_at(members[1]), order
 
-    # helm upgrade: the certificates are kept, and the new pods serve with them.
+
+async def upgrade_keeps_the_certificates(api: client.ApiClient, namespace: str, release: Release) -> None:
+    """helm upgrade: the certificates are kept, and the new pods serve with them."""
+    core = client.CoreV1Api(api)
     tls = secret_data(release, "toposched-schedhook-tls"), secret_data(release, "toposched-scheduler-tls")
     await asyncio.to_thread(release.install, "--set", "schedhook.orderWait=20")
     assert (secret_data(release, "toposched-schedhook-tls"), secret_data(release, "toposched-scheduler-tls")) == tls
@@ -260,10 +278,16 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
     await pods_ready(api, release, within=120)
     for name in ("frag-a", "frag-b"):  # room for one more
         await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    names = [node.name for node in release.nodes]
     await core.create_namespaced_pod(namespace, scheduled_pod("after-upgrade", 1, "toposched", names))
     assert (await phase(api, namespace, "after-upgrade")).status.phase == "Running"
 
-    # helm uninstall: nothing of the release is left; the CRDs and the user's objects stay.
+
+async def uninstall_leaves_the_crds_and_the_users_objects(
+    api: client.ApiClient, namespace: str, release: Release
+) -> None:
+    """helm uninstall: nothing of the release is left; the CRDs and the user's objects stay."""
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     await asyncio.to_thread(release.helm, "uninstall", "--wait", "--timeout", "120s")
 
     async def pods_gone() -> bool:  # the garbage collector deletes them after their ReplicaSets
@@ -285,6 +309,6 @@ async def scenario(api: client.ApiClient, namespace: str, release: Release) -> N
     )
     assert left.strip() == ""
     assert await custom.get_namespaced_custom_object(
-        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", "shop"
+        AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, "shop"
     )
     assert (await core.read_namespaced_pod("placed", namespace)).status.phase == "Running"

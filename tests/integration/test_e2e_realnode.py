@@ -131,6 +131,22 @@ async def test_toposched_places_where_kube_scheduler_alone_is_rejected(
     assert pair.frag.numa_zones(pair.frag.assigned_cpus(small.metadata.uid)["app"]) == predicted == ["node-1"]
 
 
+async def fragment_behind_a_stale_nrt(api: client.ApiClient, namespace: str, pair: Pair) -> None:
+    """:func:`fragment`, with frag's exporter stopped before: its NRT still shows empty zones."""
+    stale = pair.start_exporter(pair.frag)
+    roomy = pair.start_exporter(pair.roomy)
+    await asyncio.to_thread(wait_agreement, stale, 15)
+    stale.stop()
+    await fragment(api, namespace, pair)
+    await asyncio.to_thread(wait_agreement, roomy, 15)
+
+
+def replica_set(app: str, template: dict[str, Any]) -> dict[str, Any]:
+    """One replica of ``template``, whose labels must be ``app: <app>``."""
+    selector = {"matchLabels": {"app": app}}
+    return {"metadata": {"name": app}, "spec": {"replicas": 1, "selector": selector, "template": template}}
+
+
 @pytest.mark.usefixtures("stack")
 async def test_real_rejections_of_a_replicaset_are_remediated(
     api: client.ApiClient, namespace: str, pair: Pair
@@ -141,23 +157,11 @@ async def test_real_rejections_of_a_replicaset_are_remediated(
     NRT is current again; then the replacement goes to roomy and runs. The remediation deletes the
     failed pods, one per owner per backoff period, each with an Event."""
     await wait_default_service_account(api, namespace)
-    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-    stale = pair.start_exporter(pair.frag)
-    roomy = pair.start_exporter(pair.roomy)
-    await asyncio.to_thread(wait_agreement, stale, 15)
-    stale.stop()
-    await fragment(api, namespace, pair)
-    await asyncio.to_thread(wait_agreement, roomy, 15)
-
+    core = client.CoreV1Api(api)
+    await fragment_behind_a_stale_nrt(api, namespace, pair)
     template = scheduled_pod("ignored", 3, "toposched", pair.names(), pair.frag.name)
     template["metadata"] = {"labels": {"app": "db"}}
-    await apps.create_namespaced_replica_set(
-        namespace,
-        {
-            "metadata": {"name": "db"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "db"}}, "template": template},
-        },
-    )
+    await client.AppsV1Api(api).create_namespaced_replica_set(namespace, replica_set("db", template))
 
     async def db_pods() -> list[Any]:
         return list((await core.list_namespaced_pod(namespace, label_selector="app=db")).items)

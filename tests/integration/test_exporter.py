@@ -6,6 +6,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,10 +124,10 @@ async def http_get(port: int, path: str) -> bytes:
     return answer
 
 
-async def test_daemon_follows_allocation_changes(
-    api: client.ApiClient, node: str, kubeconfig: Path, kubelet: FakeKubelet, tmp_path: Path
-) -> None:
-    sysfs = two_socket(tmp_path)
+@pytest.fixture
+async def daemon(node: str, kubeconfig: Path, kubelet: FakeKubelet, tmp_path: Path) -> AsyncIterator[int]:
+    """``toposched exporter`` for ``node`` on a two-socket machine with the static CPU manager,
+    reading the fake kubelet: its health port."""
     state = tmp_path / "kubelet"
     write(state / "cpu_manager_state", "{}")
     config = tmp_path / "config.yaml"
@@ -134,55 +135,66 @@ async def test_daemon_follows_allocation_changes(
     health = free_port()
     log = tmp_path / "toposched.exporter.log"
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
-    args = ["--sysfs", str(sysfs), "--kubelet-config", str(config), "--podresources", str(kubelet.socket)]
+    args = [
+        "--sysfs",
+        str(two_socket(tmp_path)),
+        "--kubelet-config",
+        str(config),
+        "--podresources",
+        str(kubelet.socket),
+    ]
     args += ["--kubelet-state-dir", str(state), "--metrics-port", "0", "--health-port", str(health)]
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
         )
     try:
-
-        def available_cpu(obj: dict[str, Any] | None, zone: int) -> str | None:
-            if obj is None:
-                return None
-            return next(r["available"] for r in obj["zones"][zone]["resources"] if r["name"] == "cpu")
-
-        async def published() -> Any:
-            obj = await get_nrt(api, node)
-            return obj if available_cpu(obj, 1) == "32" else None
-
-        obj = await wait_for(published, within=30, what="first NRT")
-        attributes = {a["name"]: a["value"] for a in obj["attributes"]}
-        assert attributes["topologyManagerPolicy"] == "single-numa-node"
-        assert available_cpu(obj, 0) == "30"
-
-        # A pod gets 4 exclusive CPUs on NUMA 1: the NRT follows within a second or so.
-        kubelet.pods = [
-            api_pb2.PodResources(
-                name="db-0",
-                namespace="prod",
-                containers=[api_pb2.ContainerResources(name="db", cpu_ids=[16, 17, 48, 49])],
-            )
-        ]
-        started = time.monotonic()
-
-        async def allocated() -> Any:
-            obj = await get_nrt(api, node)
-            return obj if available_cpu(obj, 1) == "28" else None
-
-        await wait_for(allocated, within=10, what="NRT after allocation")
-        assert time.monotonic() - started < 3
-
-        assert b"200 OK" in await http_get(health, "/readyz")
-        assert b"200 OK" in await http_get(health, "/healthz")
-
-        # The kubelet goes away: the last data stays, readiness turns false.
-        await kubelet.stop()
-        await asyncio.sleep(3)
-        assert b"503" in await http_get(health, "/readyz")
-        assert available_cpu(await get_nrt(api, node), 1) == "28"
-        assert kubelet.list_calls < 10 * (time.monotonic() - started + 5)  # bounded polling
+        yield health
     finally:
         proc.terminate()
         await proc.wait()
         print(log.read_text()[-3000:])
+
+
+def available_cpu(obj: dict[str, Any] | None, zone: int) -> str | None:
+    if obj is None:
+        return None
+    found: str = next(r["available"] for r in obj["zones"][zone]["resources"] if r["name"] == "cpu")
+    return found
+
+
+async def nrt_with(api: client.ApiClient, node: str, zone_1_cpus: str) -> Any:
+    """The node's NRT once zone 1 has ``zone_1_cpus`` CPUs available (else None)."""
+    obj = await get_nrt(api, node)
+    return obj if available_cpu(obj, 1) == zone_1_cpus else None
+
+
+async def test_daemon_follows_allocation_changes(
+    api: client.ApiClient, node: str, kubelet: FakeKubelet, daemon: int
+) -> None:
+    obj = await wait_for(partial(nrt_with, api, node, "32"), within=30, what="first NRT")
+    attributes = {a["name"]: a["value"] for a in obj["attributes"]}
+    assert attributes["topologyManagerPolicy"] == "single-numa-node"
+    assert available_cpu(obj, 0) == "30"
+
+    # A pod gets 4 exclusive CPUs on NUMA 1: the NRT follows within a second or so.
+    kubelet.pods = [
+        api_pb2.PodResources(
+            name="db-0",
+            namespace="prod",
+            containers=[api_pb2.ContainerResources(name="db", cpu_ids=[16, 17, 48, 49])],
+        )
+    ]
+    started = time.monotonic()
+    await wait_for(partial(nrt_with, api, node, "28"), within=10, what="NRT after allocation")
+    assert time.monotonic() - started < 3
+
+    assert b"200 OK" in await http_get(daemon, "/readyz")
+    assert b"200 OK" in await http_get(daemon, "/healthz")
+
+    # The kubelet goes away: the last data stays, readiness turns false.
+    await kubelet.stop()
+    await asyncio.sleep(3)
+    assert b"503" in await http_get(daemon, "/readyz")
+    assert available_cpu(await get_nrt(api, node), 1) == "28"
+    assert kubelet.list_calls < 10 * (time.monotonic() - started + 5)  # bounded polling

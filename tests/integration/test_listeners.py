@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.certs import ExtenderPKI, extender_pki
+from testkit.certs import ExtenderPKI
 from testkit.cluster import free_port
 from testkit.extender import schedhook_tls_args
 from testkit.listeners import listeners, loopback
@@ -27,11 +27,6 @@ def test_control_plane_listens_on_loopback_only(kubeconfig: Path) -> None:
     for component, sockets in found.items():
         assert sockets, f"{component} listens nowhere"
         assert all(loopback(address) for address, _ in sockets), f"{component}: {sorted(sockets)}"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
-    return extender_pki(tmp_path_factory.mktemp("pki"))
 
 
 Command = tuple[list[str], dict[str, str], set[tuple[str, int]]]

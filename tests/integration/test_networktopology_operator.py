@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from testkit.builders import appgroup_body, member_labels, pod_body
 from testkit.cluster import (
-    appgroup_body,
     crd_without_bounds,
     create_accepted,
     ensure_kwok_node,
@@ -190,46 +190,35 @@ async def test_bad_input_is_reported_and_last_good_costs_stay(api: client.ApiCli
     await wait_for(warned, what="Warning Events for both problems")
 
 
+def shop(name: str, bandwidth: str) -> dict[str, Any]:
+    """web depends on db with ``bandwidth``."""
+    return appgroup_body(name, {"web": ["db"], "db": []}, min_bandwidth=bandwidth)
+
+
+async def place(api: client.ApiClient, namespace: str, appgroup: str, pods: list[tuple[str, str, str]]) -> None:
+    """Member pods of ``appgroup``, bound at once: (pod, workload, node) with the node's short name."""
+    for pod, workload, node in pods:
+        body = pod_body(
+            pod,
+            labels=member_labels(appgroup, workload),
+            node_name=f"{namespace}-{node}",
+            image="example.invalid/app:1",
+        )
+        await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+
+
 @pytest.mark.usefixtures("operator")
 async def test_bandwidth_allocated_follows_placements(
     api: client.ApiClient, namespace: str, nodes: dict[str, tuple[str, str]]
 ) -> None:
     await put_configmap(api, namespace, cm_data(namespace, {("n1", "n2"): "2", ("n1", "n3"): "30"}))
     await create_nt(api, namespace)
-    appgroup = {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {"name": "shop"},
-        "spec": {
-            "numMembers": 2,
-            "workloads": [
-                {
-                    "workload": {"kind": "Deployment", "name": "web", "selector": "web"},
-                    "dependencies": [
-                        {"workload": {"kind": "Deployment", "name": "db", "selector": "db"}, "minBandwidth": "100Mi"}
-                    ],
-                },
-                {"workload": {"kind": "Deployment", "name": "db", "selector": "db"}},
-            ],
-        },
-    }
     await client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", appgroup
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", shop("shop", "100Mi")
     )
     await wait_default_service_account(api, namespace)
+    await place(api, namespace, "shop", [("web-0", "web", "n1"), ("db-0", "db", "n2"), ("db-1", "db", "n3")])
     core = client.CoreV1Api(api)
-    for pod, workload, node in [("web-0", "web", "n1"), ("db-0", "db", "n2"), ("db-1", "db", "n3")]:
-        body = client.V1Pod(
-            metadata=client.V1ObjectMeta(
-                name=pod,
-                labels={"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": workload},
-            ),
-            spec=client.V1PodSpec(
-                node_name=f"{namespace}-{node}",
-                containers=[client.V1Container(name="app", image="example.invalid/app:1")],
-            ),
-        )
-        await core.create_namespaced_pod(namespace, body)
 
     def allocated(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
         return {pair: e.get("bandwidthAllocated") for pair, e in netperf_entries(obj, namespace).items()}
@@ -249,25 +238,6 @@ async def test_bandwidth_allocated_follows_placements(
         return got if got.get(("r1", "r2")) == 0 else None
 
     await wait_for(released, within=60, what="released bandwidth")
-
-
-def shop(name: str, bandwidth: str) -> dict[str, Any]:
-    """web depends on db with ``bandwidth``."""
-    return appgroup_body(name, {"web": ["db"], "db": []}, min_bandwidth=bandwidth)
-
-
-async def place(api: client.ApiClient, namespace: str, appgroup: str, pods: list[tuple[str, str, str]]) -> None:
-    for pod, workload, node in pods:
-        body = client.V1Pod(
-            metadata=client.V1ObjectMeta(
-                name=pod, labels={"appgroup.diktyo.x-k8s.io": appgroup, "appgroup.diktyo.x-k8s.io.workload": workload}
-            ),
-            spec=client.V1PodSpec(
-                node_name=f"{namespace}-{node}",
-                containers=[client.V1Container(name="app", image="example.invalid/app:1")],
-            ),
-        )
-        await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
 
 
 @pytest.mark.usefixtures("operator", "nodes")

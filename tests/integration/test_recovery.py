@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from asyncio.subprocess import DEVNULL, PIPE
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
+from testkit.builders import KWOK_TOLERATION, appgroup_body, pod_body
 from testkit.cluster import OperatorProcess, ensure_kwok_node, wait_default_service_account, wait_for
 from testkit.controlplane import components
 from testkit.extender import call, client_context
@@ -85,6 +87,154 @@ async def ready(kubectl: list[str], within: float = 90) -> float:
     return time.monotonic()
 
 
+NRT = (NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL)
+BOUTIQUE: dict[str, Any] = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+
+
+@dataclass
+class Scene:
+    """A kwok node whose NRT the exporter publishes and whose pods only the extender can bind
+    (nodes without an NRT fail, so that a node whose NRT appears only after an outage tells whether
+    the extender follows again), a probe node per restart, and what the test saw of each restart."""
+
+    api: client.ApiClient
+    namespace: str
+    node: str
+    stack: SchedulerStack
+    resumes: dict[str, list[float]] = field(default_factory=lambda: {"operator": [], "exporter": [], "schedhook": []})
+    back_at: list[float] = field(default_factory=list)
+    """Wall-clock time each restart's apiserver was ready."""
+
+    @property
+    def probes(self) -> list[str]:
+        return [f"{self.node}-probe-{i}" for i in range(RESTARTS)]
+
+    def pod(self, name: str, **fields: Any) -> dict[str, Any]:
+        """A Guaranteed pod for the scene's node, which only the extender can bind."""
+        return pod_body(
+            name,
+            cpu=1,
+            memory="100Mi",
+            scheduler=self.stack.profile,
+            node_selector={"kubernetes.io/hostname": self.node},
+            tolerations=[KWOK_TOLERATION],
+            image="example.invalid/app:1",
+            **fields,
+        )
+
+    async def extender_fits(self, probe: str) -> bool:
+        """The extender's /filter answer, as kube-scheduler would ask it, passes the probe node."""
+        assert self.stack.pki is not None
+        body = self.pod("probe", namespace=self.namespace, uid="probe")
+        args = {"Pod": body, "NodeNames": [probe]}
+        status, text = await call(self.stack.port, "/filter", args, client_context(self.stack.pki))
+        return status == 200 and probe in (json.loads(text).get("NodeNames") or [])
+
+    async def publish_probe_nrt(self, probe: str) -> None:
+        """The scene's node's NRT, copied for the probe node."""
+        published = await self.nrt_published()
+        body = {k: v for k, v in published.items() if k not in ("metadata", "status")}
+        body["metadata"] = {"name": probe}
+        await client.CustomObjectsApi(self.api).create_cluster_custom_object(*NRT, body)
+
+    async def nrt_published(self) -> Any:
+        try:
+            return await client.CustomObjectsApi(self.api).get_cluster_custom_object(*NRT, self.node)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def create_appgroup(self, name: str) -> None:
+        body = appgroup_body(name, spec=BOUTIQUE["spec"])
+        await client.CustomObjectsApi(self.api).create_namespaced_custom_object(*self._appgroups, body)
+
+    async def appgroup_ordered(self, name: str) -> Any:
+        obj = await client.CustomObjectsApi(self.api).get_namespaced_custom_object(*self._appgroups, name)
+        return (obj.get("status") or {}).get("topologyOrder")
+
+    @property
+    def _appgroups(self) -> tuple[str, str, str, str]:
+        return AppGroup.GROUP, AppGroup.VERSION, self.namespace, AppGroup.PLURAL
+
+    async def bound(self, name: str) -> str | None:
+        found: str | None = (await client.CoreV1Api(self.api).read_namespaced_pod(name, self.namespace)).spec.node_name
+        return found
+
+    async def scheduled_at(self, name: str) -> float:
+        """When kube-scheduler bound the pod (its PodScheduled condition; whole seconds)."""
+        status = (await client.CoreV1Api(self.api).read_namespaced_pod(name, self.namespace)).status
+        when: float = next(c.last_transition_time.timestamp() for c in status.conditions if c.type == "PodScheduled")
+        return when
+
+    async def create_pod(self, name: str) -> None:
+        await client.CoreV1Api(self.api).create_namespaced_pod(self.namespace, self.pod(name))
+
+    async def everything_running(self) -> None:
+        """The operator's first status, the exporter's first NRT, the stack started and a first pod bound."""
+        for probe in self.probes:
+            await ensure_kwok_node(self.api, probe)
+        await self.create_appgroup("before")
+        await wait_for(partial(self.appgroup_ordered, "before"), within=60, what="the operator's first status")
+        await wait_for(self.nrt_published, within=60, what="the exporter's first NRT")
+        await asyncio.to_thread(self.stack.start)
+        await wait_default_service_account(self.api, self.namespace)
+        await self.create_pod("first")
+        assert await wait_for(partial(self.bound, "first"), within=60, what="the first pod bound") == self.node
+
+    async def restart(self, i: int, kubectl: list[str]) -> None:
+        """One outage, then how long each component takes to follow the apiserver again."""
+        # A pod created just before the outage: bound before it, or after it, never lost.
+        await self.create_pod(f"around-{i}")
+        outage = await asyncio.to_thread(restart_apiserver, kill=i % 2 == 1)
+        back = await ready(kubectl)
+        await asyncio.to_thread(heal)
+        print(f"restart {i} ({'kill -9' if i % 2 else 'SIGTERM'}): {outage:.1f}s down")
+        # schedhook: an NRT created now reaches its answers only if it follows again.
+        await self.publish_probe_nrt(self.probes[i])
+        await wait_for(partial(self.extender_fits, self.probes[i]), within=60, what="the extender following again")
+        self.resumes["schedhook"].append(time.monotonic() - back)
+        # The exporter: its NRT deleted as soon as the apiserver is back must come back.
+        await client.CustomObjectsApi(self.api).delete_cluster_custom_object(*NRT, self.node)
+        await self.create_appgroup(f"after-{i}")
+        await wait_for(partial(self.appgroup_ordered, f"after-{i}"), within=60, what="the operator's status")
+        self.resumes["operator"].append(time.monotonic() - back)
+        await wait_for(self.nrt_published, within=60, what="the exporter's NRT")
+        self.resumes["exporter"].append(time.monotonic() - back)
+        # A pod created after it is bound through the extender, checked at the end: kube-scheduler's
+        # own informers may take a minute to list again after an outage (client-go's backoff).
+        await self.create_pod(f"after-{i}")
+        self.back_at.append(time.time() - (time.monotonic() - back))
+
+    async def every_pod_bound(self) -> list[float]:
+        """Every pod bound to the node in the end: seconds from each restart's end to its after-pod's bind."""
+        binds = []
+        for i in range(RESTARTS):
+            for name in (f"around-{i}", f"after-{i}"):
+                assert await wait_for(partial(self.bound, name), within=150, what=f"{name} bound") == self.node
+            binds.append(await self.scheduled_at(f"after-{i}") - self.back_at[i])
+        return binds
+
+    async def delete_nodes(self) -> None:
+        """The nodes and their NRTs (an outage may have ended the test before some probes existed)."""
+        for name in (*self.probes, self.node):
+            with contextlib.suppress(client.ApiException):
+                await client.CoreV1Api(self.api).delete_node(name)
+            with contextlib.suppress(client.ApiException):
+                await client.CustomObjectsApi(self.api).delete_cluster_custom_object(*NRT, name)
+
+
+async def start_exporter(kubeconfig: Path, node: str, kubelet: FakeKubelet, work: Path) -> asyncio.subprocess.Process:
+    """``toposched exporter`` for ``node`` on a two-socket machine, publishing every second."""
+    args = ["--sysfs", str(two_socket(work)), "--podresources", str(kubelet.socket), "--period", "1"]
+    args += ["--kubelet-state-dir", str(work), "--metrics-port", "0", "--health-port", "0"]
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
+    with (work / "exporter.log").open("wb") as out:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
+        )
+
+
 async def test_components_resume_after_apiserver_restarts(
     api: client.ApiClient,
     kubeconfig: Path,
@@ -94,127 +244,19 @@ async def test_components_resume_after_apiserver_restarts(
     kubelet: FakeKubelet,
     tmp_path: Path,
 ) -> None:
-    custom = client.CustomObjectsApi(api)
     node = f"restart-{uuid.uuid4().hex[:6]}"
     await ensure_kwok_node(api, node)
-    operator = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op", lease="recovery")
-    exporter_log = tmp_path / "exporter.log"
-    args = ["--sysfs", str(two_socket(tmp_path)), "--podresources", str(kubelet.socket), "--period", "1"]
-    args += ["--kubelet-state-dir", str(tmp_path), "--metrics-port", "0", "--health-port", "0"]
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
-    appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
-    core = client.CoreV1Api(api)
-    # Nodes without an NRT fail, so that a node whose NRT appears only after an outage tells
-    # whether the extender follows again.
     stack = SchedulerStack(kubeconfig, tmp_path / "stack", ["--missing-nrt", "fail"], profile="toposched-recovery")
-    probes = [f"{node}-probe-{i}" for i in range(RESTARTS)]
-
-    def pod(name: str) -> dict[str, Any]:
-        """A Guaranteed pod for the restart's node, which only the extender can bind."""
-        resources = {"limits": {"cpu": "1", "memory": "100Mi"}}
-        spec = {
-            "schedulerName": stack.profile,
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "app", "image": "example.invalid/app:1", "resources": resources}],
-        }
-        return {"metadata": {"name": name}, "spec": spec}
-
-    async def extender_fits(probe: str) -> bool:
-        """The extender's /filter answer, as kube-scheduler would ask it, passes the probe node."""
-        assert stack.pki is not None
-        body = {**pod("probe"), "metadata": {"name": "probe", "namespace": namespace, "uid": "probe"}}
-        status, text = await call(stack.port, "/filter", {"Pod": body, "NodeNames": [probe]}, client_context(stack.pki))
-        return status == 200 and probe in (json.loads(text).get("NodeNames") or [])
-
-    async def publish_probe_nrt(probe: str) -> None:
-        """The restart's node's NRT, copied for the probe node."""
-        published = await nrt_published()
-        body = {k: v for k, v in published.items() if k not in ("metadata", "status")}
-        body["metadata"] = {"name": probe}
-        await custom.create_cluster_custom_object(
-            NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, body
-        )
-
-    async def scheduled_at(name: str) -> float:
-        """When kube-scheduler bound the pod (its PodScheduled condition; whole seconds)."""
-        status = (await core.read_namespaced_pod(name, namespace)).status
-        when: float = next(c.last_transition_time.timestamp() for c in status.conditions if c.type == "PodScheduled")
-        return when
-
-    async def bound(name: str) -> str | None:
-        found: str | None = (await core.read_namespaced_pod(name, namespace)).spec.node_name
-        return found
-
-    async def appgroup_ordered(name: str) -> Any:
-        obj = await custom.get_namespaced_custom_object(
-            AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, name
-        )
-        return (obj.get("status") or {}).get("topologyOrder")
-
-    async def nrt_published() -> Any:
-        try:
-            return await custom.get_cluster_custom_object(
-                NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, node
-            )
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    async def create_appgroup(name: str) -> None:
-        body = {**appgroup, "metadata": {"name": name}}
-        await custom.create_namespaced_custom_object(AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, body)
-
+    scene = Scene(api, namespace, node, stack)
+    operator = OperatorProcess(kubeconfig, namespace, tmp_path / "operator.log", identity="op", lease="recovery")
     operator.start()
-    with exporter_log.open("wb") as out:
-        exporter = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "toposched", "exporter", *args, cwd=REPO, env=env, stdout=out, stderr=out
-        )
-    resumes: dict[str, list[float]] = {"operator": [], "exporter": [], "schedhook": []}
-    binds: list[float] = []
-    back_at: list[float] = []  # wall-clock time each restart's apiserver was ready
+    exporter = await start_exporter(kubeconfig, node, kubelet, tmp_path)
     try:
-        for probe in probes:
-            await ensure_kwok_node(api, probe)
-        await create_appgroup("before")
-        await wait_for(lambda: appgroup_ordered("before"), within=60, what="the operator's first status")
-        await wait_for(nrt_published, within=60, what="the exporter's first NRT")
-        await asyncio.to_thread(stack.start)
-        await wait_default_service_account(api, namespace)
-        await core.create_namespaced_pod(namespace, pod("first"))
-        assert await wait_for(lambda: bound("first"), within=60, what="the first pod bound") == node
+        await scene.everything_running()
         for i in range(RESTARTS):
-            # A pod created just before the outage: bound before it, or after it, never lost.
-            await core.create_namespaced_pod(namespace, pod(f"around-{i}"))
-            outage = await asyncio.to_thread(restart_apiserver, kill=i % 2 == 1)
-            back = await ready(kubectl)
-            await asyncio.to_thread(heal)
-            print(f"restart {i} ({'kill -9' if i % 2 else 'SIGTERM'}): {outage:.1f}s down")
-            # schedhook: an NRT created now reaches its answers only if it follows again.
-            await publish_probe_nrt(probes[i])
-            await wait_for(partial(extender_fits, probes[i]), within=60, what="the extender following again")
-            resumes["schedhook"].append(time.monotonic() - back)
-            # The exporter: its NRT deleted as soon as the apiserver is back must come back.
-            await custom.delete_cluster_custom_object(
-                NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, node
-            )
-            name = f"after-{i}"
-            await create_appgroup(name)
-            await wait_for(partial(appgroup_ordered, name), within=60, what="the operator's status")
-            resumes["operator"].append(time.monotonic() - back)
-            await wait_for(nrt_published, within=60, what="the exporter's NRT")
-            resumes["exporter"].append(time.monotonic() - back)
-            # A pod created after it is bound through the extender, checked at the end: kube-scheduler's
-            # own informers may take a minute to list again after an outage (client-go's backoff).
-            await core.create_namespaced_pod(namespace, pod(f"after-{i}"))
-            back_at.append(time.time() - (time.monotonic() - back))
-        for i in range(RESTARTS):
-            for name in (f"around-{i}", f"after-{i}"):
-                assert await wait_for(partial(bound, name), within=150, what=f"{name} bound") == node
-            scheduled = await scheduled_at(f"after-{i}")
-            binds.append(scheduled - back_at[i])
-        print({k: [round(v, 1) for v in vs] for k, vs in resumes.items()})
+            await scene.restart(i, kubectl)
+        binds = await scene.every_pod_bound()
+        print({k: [round(v, 1) for v in vs] for k, vs in scene.resumes.items()})
         print("pods bound after the apiserver was ready:", [round(v, 1) for v in binds])
     finally:
         await asyncio.to_thread(stack.stop)
@@ -223,16 +265,10 @@ async def test_components_resume_after_apiserver_restarts(
         await asyncio.wait_for(exporter.wait(), 15)
         await asyncio.to_thread(heal)
         await asyncio.to_thread(refresh)
-        for name in (*probes, node):  # an outage may have ended the test before some probes existed
-            with contextlib.suppress(client.ApiException):
-                await core.delete_node(name)
-            with contextlib.suppress(client.ApiException):
-                await custom.delete_cluster_custom_object(
-                    NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL, name
-                )
-    for component, times in resumes.items():
+        await scene.delete_nodes()
+    for component, times in scene.resumes.items():
         assert max(times) <= RESUME_WITHIN, f"{component} resumed {times} s after the apiserver was ready"
-    for log in (tmp_path / "operator.log", exporter_log, stack.log("extender")):
+    for log in (tmp_path / "operator.log", tmp_path / "exporter.log", stack.log("extender")):
         assert "Traceback" not in log.read_text(), log.read_text()[-5000:]
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from testkit.certs import ExtenderPKI, KeyPair, extender_pki
+from testkit.builders import KWOK_TOLERATION, Figures, appgroup_body, member_labels, nrt_body, pod_body, topology_order
+from testkit.certs import ExtenderPKI, KeyPair
 from testkit.cluster import (
     crd_without_bounds,
     create_accepted,
@@ -29,17 +31,13 @@ from testkit.extender import REFUSED, call, client_context, ready, scheduler_con
 from testkit.paths import EXAMPLES, REPO
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.networktopology import NetworkTopology
+from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.operators.appgroup.toposort import sort_spec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
-NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
-    """A CA, schedhook's serving certificate (extender and webhooks) and kube-scheduler's client certificate."""
-    return extender_pki(tmp_path_factory.mktemp("pki"))
+NRTS = (NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL)
 
 
 @pytest.fixture(scope="module")
@@ -78,29 +76,9 @@ def extender_and_scheduler(
 
 
 def nrt(name: str, available: tuple[int, int], owner_uid: str) -> dict[str, Any]:
-    zones = []
-    for i, cpu in enumerate(available):
-        resources = [
-            {"name": "cpu", "capacity": 16, "allocatable": 16, "available": cpu},
-            {"name": "memory", "capacity": "64Gi", "allocatable": "60Gi", "available": "60Gi"},
-        ]
-        zones.append({"name": f"node-{i}", "type": "Node", "resources": resources})
-    attributes = [
-        {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-        {"name": "topologyManagerScope", "value": "container"},
-        {"name": "cpuManagerPolicy", "value": "static"},
-        {"name": "memoryManagerPolicy", "value": "None"},
-    ]
-    return {
-        "apiVersion": "topology.node.k8s.io/v1alpha2",
-        "kind": "NodeResourceTopology",
-        "metadata": {
-            "name": name,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": owner_uid}],
-        },
-        "zones": zones,
-        "attributes": attributes,
-    }
+    """Two zones of 16 CPUs and 60 GiB, ``available`` CPUs free on each; owned by the node."""
+    zones: list[dict[str, Figures]] = [{"cpu": (16, 16, cpu), "memory": ("64Gi", "60Gi", "60Gi")} for cpu in available]
+    return nrt_body(name, zones, owner_uid=owner_uid)
 
 
 @pytest.fixture
@@ -113,39 +91,22 @@ async def nodes(api: client.ApiClient) -> AsyncIterator[dict[str, str]]:
         await ensure_kwok_node(api, name, {"toposched-test": tag})
         uid = (await core.read_node(name)).metadata.uid
         body = nrt(name, (4, 3) if short == "narrow" else (2, 8), uid)
-        await custom.create_cluster_custom_object("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", body)
+        await custom.create_cluster_custom_object(*NRTS, body)
     yield names
     for name in names.values():
         await core.delete_node(name)
 
 
-def guaranteed(name: str, cpu: int, node_selector: dict[str, str]) -> client.V1Pod:
-    limits = {"cpu": str(cpu), "memory": "1Gi"}
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(
-            scheduler_name="toposched",
-            node_selector=node_selector,
-            tolerations=[client.V1Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")],
-            containers=[
-                client.V1Container(
-                    name="app", image="example.invalid/app:1", resources=client.V1ResourceRequirements(limits=limits)
-                )
-            ],
-        ),
-    )
+def guaranteed(name: str, cpu: int | str, node_selector: dict[str, str], **fields: Any) -> dict[str, Any]:
+    """A Guaranteed pod (``cpu`` CPUs, 1 GiB) for toposched on kwok nodes; ``fields`` as pod_body takes them."""
+    defaults = {"scheduler": "toposched", "tolerations": [KWOK_TOLERATION], "image": "example.invalid/app:1"}
+    return pod_body(name, cpu=cpu, memory="1Gi", node_selector=node_selector, **(defaults | fields))
 
 
-def routed_member(name: str, appgroup: str, workload: str, tag: str) -> client.V1Pod:
+def routed_member(name: str, appgroup: str, workload: str, tag: str) -> dict[str, Any]:
     """A Guaranteed pod of an AppGroup workload without a schedulerName: the webhook routes it."""
-    body = guaranteed(name, 1, {"toposched-test": tag})
-    body.spec.scheduler_name = None
-    body.metadata.labels = {
-        "toposched-webhook": "on",
-        "appgroup.diktyo.x-k8s.io": appgroup,
-        "appgroup.diktyo.x-k8s.io.workload": workload,
-    }
-    return body
+    labels = {"toposched-webhook": "on", **member_labels(appgroup, workload)}
+    return guaranteed(name, 1, {"toposched-test": tag}, scheduler=None, labels=labels)
 
 
 async def bound_node(api: client.ApiClient, namespace: str, name: str) -> Any:
@@ -184,7 +145,7 @@ async def test_pods_land_where_the_kubelet_admits_them_and_bursts_spread(
         await core.create_namespaced_pod(namespace, guaranteed(name, 3, selector))
     placed = []
     for name in ("burst-a", "burst-b"):
-        pod = await wait_for(lambda n=name: bound_node(api, namespace, n), within=60, what=f"{name} bound")
+        pod = await wait_for(partial(bound_node, api, namespace, name), within=60, what=f"{name} bound")
         placed.append((pod.spec.node_name, pod.metadata.annotations["toposched.io/numa-zones"]))
     assert len(set(placed)) == 2, placed
 
@@ -208,9 +169,7 @@ async def test_only_the_schedulers_certificate_reaches_the_extender(
     node = f"target-{uuid.uuid4().hex[:6]}"
     await ensure_kwok_node(api, node)
     try:
-        pod = guaranteed("stray", 1, {})
-        pod.spec.scheduler_name = "nobody"
-        created = await core.create_namespaced_pod(namespace, pod)
+        created = await core.create_namespaced_pod(namespace, guaranteed("stray", 1, {}, scheduler="nobody"))
         bind = {"PodName": "stray", "PodNamespace": namespace, "PodUID": created.metadata.uid, "Node": node}
         args = {"Pod": api.sanitize_for_serialization(created), "NodeNames": [node]}
         callers: dict[str, ssl.SSLContext | None] = {
@@ -300,21 +259,31 @@ async def webhooks(
 
 
 def chain_appgroup(second_dep: str = "first") -> dict[str, Any]:
-    def info(s: str) -> dict[str, str]:
-        return {"kind": "Deployment", "name": s, "selector": s}
+    """second depends on ``second_dep``, which is not a workload unless it is "first"."""
+    return appgroup_body("chain", {"second": [second_dep], "first": []})
 
-    return {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {"name": "chain"},
-        "spec": {
-            "numMembers": 2,
-            "workloads": [
-                {"workload": info("second"), "dependencies": [{"workload": info(second_dep)}]},
-                {"workload": info("first")},
-            ],
-        },
-    }
+
+async def create_ordered_appgroup(
+    api: client.ApiClient, namespace: str, body: dict[str, Any], order: list[str]
+) -> None:
+    """The AppGroup, and the status.topologyOrder an operator would write for it (none runs here)."""
+    custom = client.CustomObjectsApi(api)
+    where = (AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL)
+    await custom.create_namespaced_custom_object(*where, body)
+    await custom.patch_namespaced_custom_object_status(
+        *where,
+        body["metadata"]["name"],
+        {"status": {"topologyOrder": topology_order(order)}},
+        _content_type="application/merge-patch+json",
+    )
+    await asyncio.sleep(1)  # the extender's cache sees the AppGroup and its order
+
+
+def scheduled_at(pod: Any) -> Any:
+    """When kube-scheduler bound the pod: its PodScheduled condition's transition."""
+    return next(
+        c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled" and c.status == "True"
+    )
 
 
 @pytest.mark.usefixtures("webhooks")
@@ -325,37 +294,20 @@ async def test_webhooks_validate_route_and_release_in_order(
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     tag = nodes["narrow"].split("-")[1]
 
-    bad = guaranteed("bad", 1, {"toposched-test": tag})
-    bad.metadata.labels = {"toposched-webhook": "on"}
-    bad.metadata.annotations = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy": "Single"}'}
+    spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy": "Single"}'}
+    bad = guaranteed("bad", 1, {"toposched-test": tag}, labels={"toposched-webhook": "on"}, annotations=spec)
     with pytest.raises(client.ApiException) as info:
         await core.create_namespaced_pod(namespace, bad)
     assert "numaTopologyPolicy 'Single' is not one of" in info.value.body
 
     with pytest.raises(client.ApiException) as info:
         await custom.create_namespaced_custom_object(
-            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain_appgroup("ghost")
+            AppGroup.GROUP, AppGroup.VERSION, namespace, AppGroup.PLURAL, chain_appgroup("ghost")
         )
     assert "no workload has selector 'ghost'" in info.value.body
 
-    # A valid AppGroup whose order says: first, then second (the status an operator would write).
-    await custom.create_namespaced_custom_object(
-        "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", chain_appgroup()
-    )
-    order = [
-        {"workload": {"kind": "Deployment", "name": w, "selector": w}, "index": i}
-        for w, i in (("first", 1), ("second", 2))
-    ]
-    await custom.patch_namespaced_custom_object_status(
-        "appgroup.diktyo.x-k8s.io",
-        "v1alpha1",
-        namespace,
-        "appgroups",
-        "chain",
-        {"status": {"topologyOrder": order}},
-        _content_type="application/merge-patch+json",
-    )
-    await asyncio.sleep(1)  # the extender's cache sees the order
+    # A valid AppGroup whose order says: first, then second.
+    await create_ordered_appgroup(api, namespace, chain_appgroup(), ["first", "second"])
 
     # Created in the wrong order, without a schedulerName: routed by label, gated, released in order.
     for workload in ("second", "first"):
@@ -366,13 +318,7 @@ async def test_webhooks_validate_route_and_release_in_order(
 
     first = await wait_for(lambda: bound_node(api, namespace, "first-0"), within=30, what="first-0 bound")
     second = await wait_for(lambda: bound_node(api, namespace, "second-0"), within=30, what="second-0 bound")
-
-    def bound_at(pod: Any) -> Any:
-        return next(
-            c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled" and c.status == "True"
-        )
-
-    assert bound_at(first) <= bound_at(second)
+    assert scheduled_at(first) <= scheduled_at(second)
 
 
 async def test_topology_affinity_errors_are_handed_back_to_their_controller(
@@ -417,105 +363,103 @@ async def test_topology_affinity_errors_are_handed_back_to_their_controller(
     assert (await core.read_namespaced_pod("standalone", namespace)).status.phase == "Failed"
 
 
+@pytest.fixture
+async def regions(api: client.ApiClient) -> AsyncIterator[tuple[str, dict[str, tuple[str, str]]]]:
+    """Two regions x two zones x two kwok nodes, labelled for this test alone: (tag, {node: (region, zone)})."""
+    tag = uuid.uuid4().hex[:6]
+    where: dict[str, tuple[str, str]] = {}
+    try:
+        for region in ("r1", "r2"):
+            for zone in (f"{region}-a", f"{region}-b"):
+                for i in range(2):
+                    name = f"ob-{tag}-{zone}-{i}"
+                    labels = {"toposched-test": tag, REGION_LABEL: f"{tag}-{region}", ZONE_LABEL: f"{tag}-{zone}"}
+                    await ensure_kwok_node(api, name, labels)
+                    where[name] = (region, zone)
+        yield tag, where
+    finally:
+        for name in where:
+            await client.CoreV1Api(api).delete_node(name)
+
+
+def regional_costs(namespace: str, tag: str) -> dict[str, Any]:
+    """The example NetworkTopology with user-defined costs for the regions' nodes: 50 between the
+    regions, 5 between the zones of one region."""
+    topology: dict[str, Any] = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
+    costs: dict[str, tuple[dict[str, list[str]], int]] = {
+        REGION_LABEL: ({"r1": ["r2"], "r2": ["r1"]}, 50),
+        ZONE_LABEL: ({"r1-a": ["r1-b"], "r1-b": ["r1-a"], "r2-a": ["r2-b"], "r2-b": ["r2-a"]}, 5),
+    }
+
+    def origin(name: str, targets: list[str], cost: int) -> dict[str, Any]:
+        return {
+            "origin": f"{tag}-{name}",
+            "costList": [{"destination": f"{tag}-{d}", "networkCost": cost} for d in targets],
+        }
+
+    topology_list = [
+        {"topologyKey": key, "originList": [origin(o, targets, cost) for o, targets in pairs.items()]}
+        for key, (pairs, cost) in costs.items()
+    ]
+    topology["metadata"] = {"name": "ob", "namespace": namespace}
+    topology["spec"]["weights"] = [{"name": "UserDefined", "topologyList": topology_list}]
+    return topology
+
+
+def edges_leaving_their_zone(appgroup: dict[str, Any], placed: dict[str, tuple[str, str]]) -> list[tuple[str, str]]:
+    """The dependencies between pods in different zones; each one within its maxNetworkCost."""
+
+    def cost(a: str, b: str) -> int:
+        (region_a, zone_a), (region_b, zone_b) = placed[a], placed[b]
+        return 1 if zone_a == zone_b else 5 if region_a == region_b else 50
+
+    outside = []
+    for item in appgroup["spec"]["workloads"]:
+        for dep in item.get("dependencies") or []:
+            source, target = item["workload"]["selector"], dep["workload"]["selector"]
+            assert cost(source, target) <= dep["maxNetworkCost"], placed
+            if cost(source, target) > 1:
+                outside.append((source, target))
+    return outside
+
+
 @pytest.mark.usefixtures("webhooks")
 async def test_online_boutique_is_released_in_order_and_lands_near_its_dependencies(
-    api: client.ApiClient, namespace: str
+    api: client.ApiClient, namespace: str, regions: tuple[str, dict[str, tuple[str, str]]]
 ) -> None:
     """Two regions x two zones of kwok nodes with costs; the pods, created all at once in reverse
     order, are gated, released in topology order and placed next to the workloads they talk to."""
     await wait_default_service_account(api, namespace)
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    tag = uuid.uuid4().hex[:6]
-    where: dict[str, tuple[str, str]] = {}
-    for region in ("r1", "r2"):
-        for zone in (f"{region}-a", f"{region}-b"):
-            for i in range(2):
-                name = f"ob-{tag}-{zone}-{i}"
-                labels = {"toposched-test": tag, REGION_LABEL: f"{tag}-{region}", ZONE_LABEL: f"{tag}-{zone}"}
-                await ensure_kwok_node(api, name, labels)
-                where[name] = (region, zone)
-    try:
-        topology = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
-        costs = {REGION_LABEL: ({"r1": ["r2"], "r2": ["r1"]}, 50), ZONE_LABEL: ({}, 5)}
-        for region in ("r1", "r2"):
-            costs[ZONE_LABEL][0].update({f"{region}-a": [f"{region}-b"], f"{region}-b": [f"{region}-a"]})
-        topology["metadata"] = {"name": "ob", "namespace": namespace}
-        topology["spec"]["weights"] = [
-            {
-                "name": "UserDefined",
-                "topologyList": [
-                    {
-                        "topologyKey": key,
-                        "originList": [
-                            {
-                                "origin": f"{tag}-{origin}",
-                                "costList": [{"destination": f"{tag}-{d}", "networkCost": cost} for d in targets],
-                            }
-                            for origin, targets in pairs.items()
-                        ],
-                    }
-                    for key, (pairs, cost) in costs.items()
-                ],
-            }
-        ]
-        await custom.create_namespaced_custom_object(
-            "networktopology.diktyo.x-k8s.io", "v1alpha1", namespace, "networktopologies", topology
-        )
-        boutique = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
-        await custom.create_namespaced_custom_object(
-            "appgroup.diktyo.x-k8s.io", "v1alpha1", namespace, "appgroups", boutique
-        )
-        order = sort_spec(AppGroup.model_validate(boutique).spec).order
-        status = [
-            {"workload": {"kind": "Deployment", "name": w, "selector": w}, "index": i + 1} for i, w in enumerate(order)
-        ]
-        await custom.patch_namespaced_custom_object_status(
-            "appgroup.diktyo.x-k8s.io",
-            "v1alpha1",
-            namespace,
-            "appgroups",
-            "online-boutique",
-            {"status": {"topologyOrder": status}},
-            _content_type="application/merge-patch+json",
-        )
-        await asyncio.sleep(1)  # the extender's cache sees the AppGroup, its order and the costs
+    tag, where = regions
+    topology = regional_costs(namespace, tag)
+    await custom.create_namespaced_custom_object(
+        NetworkTopology.GROUP, NetworkTopology.VERSION, namespace, NetworkTopology.PLURAL, topology
+    )
+    boutique = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
+    order = sort_spec(AppGroup.model_validate(boutique).spec).order
+    await create_ordered_appgroup(api, namespace, boutique, order)  # the costs are in the cache by then too
 
-        for workload in reversed(order):
-            body = routed_member(workload, "online-boutique", workload, tag)
-            created = await core.create_namespaced_pod(namespace, body)
-            assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
+    for workload in reversed(order):
+        body = routed_member(workload, "online-boutique", workload, tag)
+        created = await core.create_namespaced_pod(namespace, body)
+        assert [g.name for g in created.spec.scheduling_gates] == ["toposched.io/topology-order"]
 
-        async def all_bound() -> dict[str, Any] | None:
-            pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
-            return pods if len(pods) == len(order) and all(p.spec.node_name for p in pods.values()) else None
+    async def all_bound() -> dict[str, Any] | None:
+        pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
+        return pods if len(pods) == len(order) and all(p.spec.node_name for p in pods.values()) else None
 
-        pods = await wait_for(all_bound, within=120, what="every Online Boutique pod bound")
-        scheduled = {
-            name: next(c.last_transition_time for c in p.status.conditions if c.type == "PodScheduled")
-            for name, p in pods.items()
-        }
-        assert [scheduled[w] for w in order] == sorted(scheduled[w] for w in order), scheduled
-        placed = {name: where[p.spec.node_name] for name, p in pods.items()}
+    pods = await wait_for(all_bound, within=120, what="every Online Boutique pod bound")
+    scheduled = {name: scheduled_at(p) for name, p in pods.items()}
+    assert [scheduled[w] for w in order] == sorted(scheduled[w] for w in order), scheduled
 
-        def cost(a: str, b: str) -> int:
-            (region_a, zone_a), (region_b, zone_b) = placed[a], placed[b]
-            return 1 if zone_a == zone_b else 5 if region_a == region_b else 50
-
-        # Every dependency within its maxNetworkCost, and nearly all inside one zone. (Not all: the
-        # order places redis-cart before any pod that talks to it, so it may land apart, and
-        # cartservice then ties between the frontend's zone and redis-cart's.) At random, about
-        # three quarters of the 15 edges would leave their zone.
-        outside = []
-        for item in boutique["spec"]["workloads"]:
-            for dep in item.get("dependencies") or []:
-                source, target = item["workload"]["selector"], dep["workload"]["selector"]
-                assert cost(source, target) <= dep["maxNetworkCost"], placed
-                if cost(source, target) > 1:
-                    outside.append((source, target))
-        assert len(outside) <= 3, (outside, placed)
-    finally:
-        for name in where:
-            await core.delete_node(name)
+    # Every dependency within its maxNetworkCost, and nearly all inside one zone. (Not all: the
+    # order places redis-cart before any pod that talks to it, so it may land apart, and
+    # cartservice then ties between the frontend's zone and redis-cart's.) At random, about
+    # three quarters of the 15 edges would leave their zone.
+    placed = {name: where[p.spec.node_name] for name, p in pods.items()}
+    outside = edges_leaving_their_zone(boutique, placed)
+    assert len(outside) <= 3, (outside, placed)
 
 
 async def filter_call(
@@ -536,34 +480,32 @@ def unbounded_nrt(name: str, owner_uid: str) -> dict[str, Any]:
     return body
 
 
+async def publish_nrts(api: client.ApiClient, kubectl: list[str], good: list[str], bad: str, tag: str) -> None:
+    """NRTs of the good nodes, and the bad node's :func:`unbounded_nrt`, written while the CRD
+    has no bounds (as clusters had it before them)."""
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    for name in good:
+        uid = (await core.read_node(name)).metadata.uid
+        await custom.create_cluster_custom_object(*NRTS, nrt(name, (4, 8), uid))
+    uid = (await core.read_node(bad)).metadata.uid
+    probe = unbounded_nrt(f"probe-{tag}", uid)
+    with crd_without_bounds(kubectl, "topology.node.k8s.io_noderesourcetopologies.yaml", probe):
+        await create_accepted(lambda: custom.create_cluster_custom_object(*NRTS, unbounded_nrt(bad, uid)))
+
+
 async def test_an_nrt_of_1e999999_fails_only_its_node_with_the_reason(
     api: client.ApiClient, kubectl: list[str], namespace: str, extender_and_scheduler: Path, pki: ExtenderPKI
 ) -> None:
     """Issue 15 item 4: such an NRT made every /filter answer 500, stopping all toposched scheduling."""
     await wait_default_service_account(api, namespace)
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
     tag = uuid.uuid4().hex[:6]
     names = [f"good-a-{tag}", f"good-b-{tag}", f"bad-{tag}"]
     for name in names:
         await ensure_kwok_node(api, name, {"toposched-test": tag})
     try:
-        for name in names:
-            uid = (await core.read_node(name)).metadata.uid
-            body = unbounded_nrt(name, uid) if name.startswith("bad") else nrt(name, (4, 8), uid)
-            if name.startswith("bad"):
-                probe = unbounded_nrt(f"probe-{tag}", uid)
-                with crd_without_bounds(kubectl, "topology.node.k8s.io_noderesourcetopologies.yaml", probe):
-                    await create_accepted(
-                        lambda b=body: custom.create_cluster_custom_object(  # type: ignore[misc]
-                            "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", b
-                        )
-                    )
-            else:
-                await custom.create_cluster_custom_object(
-                    "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", body
-                )
-        pod = api.sanitize_for_serialization(guaranteed("p", 2, {"toposched-test": tag}))
-        pod["metadata"].update(namespace=namespace, uid=f"u-{tag}")
+        await publish_nrts(api, kubectl, names[:2], names[2], tag)
+        pod = guaranteed("p", 2, {"toposched-test": tag}, namespace=namespace, uid=f"u-{tag}")
 
         async def answered() -> Any:
             status, answer = await filter_call(extender_and_scheduler, pki, pod, names)
@@ -600,8 +542,7 @@ async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
     """Issue 15 item 6: the apiserver accepts cpu 1e999999; the extender answered such a pod 500."""
     await wait_default_service_account(api, namespace)
     core = client.CoreV1Api(api)
-    body = guaranteed("greedy", 1, {"toposched-test": nodes["narrow"].split("-")[1]})
-    body.spec.containers[0].resources.limits = {"cpu": "1e999999", "memory": "1Gi"}
+    body = guaranteed("greedy", "1e999999", {"toposched-test": nodes["narrow"].split("-")[1]})
     await core.create_namespaced_pod(namespace, body)
     response = await core.read_namespaced_pod("greedy", namespace, _preload_content=False)
     stored = json.loads(await response.read())  # the pod exactly as kube-scheduler sends it
@@ -615,8 +556,7 @@ async def test_a_pod_asking_for_1e999999_cpus_gets_a_reason_not_a_500(
     assert answer["NodeNames"] == []
 
     # The extender goes on answering the others.
-    good = api.sanitize_for_serialization(guaranteed("fine", 2, {}))
-    good["metadata"].update(namespace=namespace, uid="u-fine")
+    good = guaranteed("fine", 2, {}, namespace=namespace, uid="u-fine")
     status, answer = await filter_call(extender_and_scheduler, pki, good, list(nodes.values()))
     assert (status, answer["Error"]) == (200, "")
     assert sorted(answer["NodeNames"]) == sorted(nodes.values())

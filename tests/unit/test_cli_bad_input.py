@@ -11,16 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.builders import pod_body
 from testkit.paths import EXAMPLES
 from testkit.sysfs import two_socket, write
 from toposched.cli import main
 
-POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "p"},
-    "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]},
-}
+POD = pod_body("p", cpu=4, memory="8Gi")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

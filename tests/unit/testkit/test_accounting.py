@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from testkit.builders import nrt_body
 from testkit.realnode import KubeletSettings, RealNode, Topology
 from testkit.realnode.accounting import Figures, differences, kubelet_figures, nrt_figures
 from testkit.realnode.cluster import LocalCluster
@@ -93,18 +94,7 @@ def test_a_multi_numa_block_of_a_gone_pod_is_given_back_zone_by_zone(tmp_path: P
 
 def test_differences_name_the_zone_resource_and_gap() -> None:
     kubelet: Figures = {"node-0": {"cpu": (3, 1), "memory": (100, 50)}}
-    nrt = {
-        "zones": [
-            {
-                "name": "node-0",
-                "resources": [
-                    {"name": "cpu", "capacity": "4", "allocatable": "3", "available": "1"},
-                    {"name": "memory", "capacity": "128", "allocatable": "100", "available": "100"},
-                    {"name": "hugepages-2Mi", "capacity": "0", "allocatable": "0", "available": "0"},
-                ],
-            }
-        ]
-    }
+    nrt = nrt_body("n", [{"cpu": ("4", "3", "1"), "memory": ("128", "100", "100"), "hugepages-2Mi": "0"}])
     published = nrt_figures(nrt)
     assert differences(kubelet, published) == ["node-0 memory available: kubelet 50, NRT 100 (NRT - kubelet 50)"]
     assert differences(kubelet, published, available=False) == []

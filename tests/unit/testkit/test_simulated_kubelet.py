@@ -2,14 +2,15 @@
 
 import pytest
 
+from testkit.builders import pod_body
 from testkit.simulated_kubelet import GPU, replay, two_numa
 from toposched.schedhook.placement.model import Pod
 from toposched.schedhook.placement.parse import pod_from_spec
 
 
 def guaranteed(cpu: int, gpu: int = 0, memory_gi: int | None = None) -> Pod:
-    limits = {"cpu": str(cpu), "memory": f"{memory_gi or cpu}Gi"} | ({GPU: str(gpu)} if gpu else {})
-    return pod_from_spec({"containers": [{"name": "app", "resources": {"limits": limits}}]})
+    devices = {GPU: gpu} if gpu else {}
+    return pod_from_spec(pod_body(cpu=cpu, memory=f"{memory_gi or cpu}Gi", devices=devices)["spec"])
 
 
 @pytest.mark.parametrize(

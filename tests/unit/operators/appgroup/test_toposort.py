@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testkit.builders import appgroup_spec
 from toposched.apis.appgroup import AppGroupSpec, SortingAlgorithm
 from toposched.operators.appgroup.toposort import InvalidSpecError, sort_spec
 
@@ -14,20 +15,7 @@ def spec(
     deps: dict[str, Sequence[str]], algorithm: SortingAlgorithm = A.KAHN, names: dict[str, str] | None = None
 ) -> AppGroupSpec:
     """A spec whose workloads are the keys of ``deps`` in order; name = selector unless ``names`` says."""
-    names = names or {}
-
-    def info(s: str) -> dict[str, str]:
-        return {"kind": "Deployment", "name": names.get(s, s), "selector": s}
-
-    return AppGroupSpec.model_validate(
-        {
-            "numMembers": max(1, len(deps)),
-            "topologySortingAlgorithm": algorithm.value,
-            "workloads": [
-                {"workload": info(w), "dependencies": [{"workload": info(d)} for d in ds]} for w, ds in deps.items()
-            ],
-        }
-    )
+    return AppGroupSpec.model_validate(appgroup_spec(deps, algorithm=algorithm.value, names=names))
 
 
 # Online Boutique: P1 frontend ... P11 redis-cart, dependencies in declared order.

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.builders import pod_body
 from testkit.paths import EXAMPLES
 from toposched.apis.constants import ORDER_GATE
 from toposched.schedhook.webhooks.admission import (
@@ -17,12 +18,8 @@ from toposched.schedhook.webhooks.admission import (
 
 
 def pod(labels: dict[str, str] | None = None, scheduler: str | None = None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "metadata": {"name": "p", "labels": labels or {}},
-        "spec": {"containers": [{"name": "c"}], **spec},
-    }
-    if scheduler:
-        body["spec"]["schedulerName"] = scheduler
+    body = pod_body("p", labels=labels or {}, scheduler=scheduler or None, container="c")
+    body["spec"] |= spec
     return body
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Self
 
 from toposched import settings
-from toposched.kube.listen import default_address
+from toposched.listeners import default_address
 from toposched.settings import Setting
 
 

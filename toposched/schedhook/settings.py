@@ -7,7 +7,7 @@ from typing import Annotated, Self
 
 from toposched import settings
 from toposched.apis.constants import WEIGHT_NETPERF
-from toposched.kube.listen import default_address
+from toposched.listeners import default_address
 from toposched.settings import Setting
 
 DEFAULT_CLIENT = "toposched-scheduler"

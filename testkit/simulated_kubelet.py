@@ -13,14 +13,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from toposched.apis.constants import (
-    NRT_ATTR_CPU_MANAGER_POLICY,
-    NRT_ATTR_MEMORY_MANAGER_POLICY,
-    NRT_ATTR_PODS_FINGERPRINT,
-    NRT_ATTR_PODS_FINGERPRINT_METHOD,
-    NRT_ATTR_TOPOLOGY_MANAGER_POLICY,
-    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
-)
+from testkit.builders import Figures, nrt_body
+from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT, NRT_ATTR_PODS_FINGERPRINT_METHOD
 from toposched.apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.model import NodeTopology, NumaZone, Pod, container_request
@@ -75,24 +69,22 @@ class Node:
         return True, tuple(sorted(used))
 
     def nrt(self) -> dict[str, Any]:
-        zones = []
-        for i, allocatable in enumerate(self.zones):
-            resources = [
-                {"name": r, "capacity": _q(v), "allocatable": _q(v), "available": _q(self.available[i][r])}
-                for r, v in sorted(allocatable.items())
-            ]
-            costs = [{"name": f"node-{j}", "value": 10 if i == j else 21} for j in range(len(self.zones))]
-            zones.append({"name": f"node-{i}", "type": "Node", "resources": resources, "costs": costs})
-        attributes = [
-            {"name": NRT_ATTR_TOPOLOGY_MANAGER_POLICY, "value": self.policy},
-            {"name": NRT_ATTR_TOPOLOGY_MANAGER_SCOPE, "value": self.scope},
-            {"name": NRT_ATTR_CPU_MANAGER_POLICY, "value": "static"},
-            {"name": NRT_ATTR_MEMORY_MANAGER_POLICY, "value": "Static"},
-            # Every bench pod holds exclusive CPUs, so "all" and "with-exclusive-resources" agree.
-            {"name": NRT_ATTR_PODS_FINGERPRINT, "value": fingerprint(self.pods)},
-            {"name": NRT_ATTR_PODS_FINGERPRINT_METHOD, "value": METHOD_EXCLUSIVE},
+        zones: list[dict[str, Figures]] = [
+            {r: (_q(v), _q(v), _q(self.available[i][r])) for r, v in sorted(allocatable.items())}
+            for i, allocatable in enumerate(self.zones)
         ]
-        return {"metadata": {"name": self.name}, "zones": zones, "attributes": attributes}
+        distances = [[10 if i == j else 21 for j in range(len(zones))] for i in range(len(zones))]
+        # Every bench pod holds exclusive CPUs, so "all" and "with-exclusive-resources" agree.
+        pods = {NRT_ATTR_PODS_FINGERPRINT: fingerprint(self.pods), NRT_ATTR_PODS_FINGERPRINT_METHOD: METHOD_EXCLUSIVE}
+        return nrt_body(
+            self.name,
+            zones,
+            policy=self.policy,
+            scope=self.scope,
+            memory_manager="Static",
+            attributes=pods,
+            distances=distances,
+        )
 
     def totals(self) -> dict[str, str]:
         out: dict[str, Decimal] = {}

@@ -360,8 +360,10 @@ class _Rows:
         """Least/MostAllocated on the predicted zone (every zone merged when no request got a hint)."""
         if not query.scored:
             return np.zeros(len(picked), dtype=np.int64)
-        per_zone = np.where(valid, self.stacked(self.available, query.scored), 0)
-        free = np.where(hinted, per_zone[:, first, picked], per_zone.sum(axis=1))
+        free = np.empty((len(query.scored), len(picked)), dtype=np.int64)
+        for i, resource in enumerate(query.scored):  # one contiguous column at a time
+            per_zone = np.where(valid, self.column(self.available, resource), 0)
+            free[i] = np.where(hinted, per_zone[first, picked], per_zone.sum(axis=0))
         return allocation_score(query.strategy, query.wanted, free, query.weights, self.large)
 
 

@@ -8,6 +8,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from toposched.schedhook.placement.kubelet.topologymanager import NONE
 
@@ -69,6 +70,12 @@ class NodeTopology:
     def reported(self) -> frozenset[str]:
         """Resources some zone reports (a device resource no zone reports is host-level)."""
         return frozenset(r for z in self.zones for r in z.allocatable)
+
+    @functools.cached_property
+    def vectors(self) -> dict[tuple[str, str], Any]:
+        """(capacity, allocatable or available; resource) -> per-zone amounts in thousandths, filled by
+        the predictor as it reads them (the node never changes, many pods read it)."""
+        return {}
 
     @property
     def knows_managers(self) -> bool:

@@ -37,12 +37,13 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
     if not node.knows_managers:
         return upstream_filter(node, pod)
     state = NodeState(node)
+    singles = node.policy == SINGLE_NUMA_NODE  # the policy keeps single-zone hints alone
     distances = node.distances if node.prefer_closest else None
     everything = mask(*node.numa_ids)
     placed: dict[str, tuple[int, ...]] = {}
     if node.scope == "pod" and node.policy != NONE:
         decision = merge(
-            state.providers(pod_claims(pod)),
+            state.providers(pod_claims(pod), singles),
             node.numa_ids,
             node.policy,
             distances,
@@ -63,7 +64,7 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
             decided = Hint(None, False)
         else:
             decision = merge(
-                state.providers(container_claims(pod, c)),
+                state.providers(container_claims(pod, c), singles),
                 node.numa_ids,
                 node.policy,
                 distances,

@@ -39,8 +39,8 @@ def milli_request(value: Decimal) -> int:
 class Masks:
     """Masks over zone positions, in the kubelet's order (by size, then lexicographically)."""
 
-    member: Bools
-    """[mask, zone]: is the zone in the mask."""
+    member: Ints
+    """[mask, zone]: 1 where the zone is in the mask."""
     size: Ints
     """[mask]: how many zones it holds."""
     positions: tuple[tuple[int, ...], ...]
@@ -52,13 +52,15 @@ class Masks:
         """[mask, ...]: the sum of ``values`` ([zone, ...]) over each mask's zones."""
         if self.singles:
             return values
-        return np.tensordot(self.member.astype(np.int64), values, axes=1)
+        out: Ints = self.member @ values
+        return out
 
     def totals(self, values: Ints) -> Ints:
         """[type, mask, ...]: ``total`` of each type of ``values`` ([type, zone, ...])."""
         if self.singles:
             return values
-        return np.moveaxis(np.tensordot(self.member.astype(np.int64), values, axes=([1], [1])), 0, 1)
+        out: Ints = values @ self.member.T if values.ndim == 2 else self.member @ values
+        return out
 
     def expand(self, per_mask: Array, like: Ints | Bools) -> Array:
         """A [mask] vector shaped to broadcast against ``like`` ([mask, ...])."""
@@ -69,16 +71,16 @@ class Masks:
 def every_mask(positions: tuple[int, ...], zones: int) -> Masks:
     """Every non-empty mask over ``positions`` (of ``zones`` in all), as the full prediction iterates them."""
     combos = [c for size in range(1, len(positions) + 1) for c in itertools.combinations(positions, size)]
-    member = np.zeros((len(combos), zones), dtype=np.bool_)
+    member = np.zeros((len(combos), zones), dtype=np.int64)
     for i, combo in enumerate(combos):
-        member[i, list(combo)] = True
-    return Masks(member, member.sum(axis=1).astype(np.int64), tuple(combos), singles=False)
+        member[i, list(combo)] = 1
+    return Masks(member, member.sum(axis=1), tuple(combos), singles=False)
 
 
 @functools.cache
 def single_zones(zones: int) -> Masks:
     """The single zones alone: all that single-numa-node keeps of any manager's hints."""
-    member = np.eye(zones, dtype=np.bool_)
+    member = np.eye(zones, dtype=np.int64)
     return Masks(member, np.ones(zones, dtype=np.int64), tuple((z,) for z in range(zones)), singles=True)
 
 

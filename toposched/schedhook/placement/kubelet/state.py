@@ -6,6 +6,7 @@ Manager's Allocate and the device manager, so that later containers of the pod s
 ones took.
 """
 
+import functools
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
@@ -14,7 +15,14 @@ import numpy as np
 from toposched.schedhook.placement.kubelet import hints
 from toposched.schedhook.placement.kubelet.claims import CPU, STATIC_CPU, STATIC_MEMORY, Claims, device, numa_memory
 from toposched.schedhook.placement.kubelet.hints import Ints, Masks, milli, milli_request
-from toposched.schedhook.placement.kubelet.topologymanager import Hint, ProviderHints, bits, count, mask, narrower
+from toposched.schedhook.placement.kubelet.topologymanager import (
+    Hint,
+    ProviderHints,
+    bits,
+    count,
+    mask,
+    narrower,
+)
 from toposched.schedhook.placement.model import NodeTopology
 
 
@@ -62,6 +70,9 @@ class NodeState:
         """mask -> resource -> memory of regular init containers pinned to exactly that mask."""
         self.groups = memory_groups(node)
         self.assigned = pinned_zones(node, self.groups)
+        self._free: dict[str, Ints] = {}
+        """resource -> its free [zone] vector in thousandths, once this pod's containers took some."""
+        self._taken = False
         self.threads = node.threads_per_core or 0
         if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
             self.threads = 0  # whole cores unknown: CPUs are counted singly
@@ -74,29 +85,56 @@ class NodeState:
     def sum(self, table: Mapping[int, Mapping[str, Decimal]], resource: str, m: int) -> Decimal:
         return sum((table[n].get(resource, Decimal(0)) for n in bits(m) if n in table), Decimal(0))
 
-    def _vector(self, table: Mapping[int, Mapping[str, Decimal]], resource: str) -> Ints:
-        """[zone]: the resource in thousandths, zones by NUMA id."""
+    def _vector(self, which: str, resource: str) -> Ints:
+        """[zone]: ``which`` (capacity, allocatable or free) of the resource in thousandths, zones by NUMA id."""
+        if which == "free":
+            if self._taken:  # this pod's own state
+                found = self._free.get(resource)
+                if found is None:
+                    found = self._free[resource] = self._read(self.free, resource)
+                return found
+            which = "available"  # as the NRT says, and the same for every pod evaluated on this node
+        key = (which, resource)
+        found = self.node.vectors.get(key)
+        if found is None:
+            table = self.free if which == "available" else getattr(self, which)  # free is available until a take
+            found = self.node.vectors[key] = self._read(table, resource)
+        return found
+
+    def _read(self, table: Mapping[int, Mapping[str, Decimal]], resource: str) -> Ints:
         return np.array([milli(table[n].get(resource, Decimal(0))) for n in self.ids], dtype=np.int64)
 
-    def _masks(self, ids: Sequence[int]) -> Masks:
+    def _freed(self) -> None:
+        """Free amounts changed: from now on they are this pod's own, read again when needed."""
+        self._taken = True
+        self._free = {}
+
+    def _masks(self, ids: Sequence[int], singles: bool = False) -> Masks:
+        """The masks hints are looked for in: every mask over ``ids``, or (``singles``) only the
+        single zones, whose preferences are exact too."""
+        if singles:
+            return hints.single_zones(len(self.ids))
         return hints.every_mask(tuple(self.position[n] for n in ids), len(self.ids))
 
+    def _as_id_masks(self, masks: Masks) -> tuple[int, ...]:
+        return _id_masks(tuple(self.ids), masks)
+
     def _hints(self, masks: Masks, fits: np.ndarray, preferred: np.ndarray) -> list[Hint]:
-        return [
-            Hint(mask(*(self.ids[p] for p in masks.positions[i])), bool(preferred[i]))
-            for i in np.flatnonzero(fits).tolist()
-        ]
+        as_ids = self._as_id_masks(masks)
+        return [Hint(as_ids[i], bool(preferred[i])) for i in np.flatnonzero(fits).tolist()]
 
     # -- CPU manager (static policy) -----------------------------------------------------------------
 
-    def cpu_hints(self, request: int) -> list[Hint]:
-        masks = self._masks(self.cpu_ids)
+    def cpu_hints(self, request: int, singles: bool = False) -> list[Hint]:
+        masks = self._masks(self.cpu_ids, singles)
         reusable = mask(*(n for n, k in self.reusable_cpus.items() if k))
-        inside = np.array([(reusable & ~mask(*(self.ids[p] for p in m))) == 0 for m in masks.positions], dtype=np.bool_)
+        inside = None
+        if reusable:  # the masks must hold the pod's reusable CPUs
+            inside = np.array([(reusable & ~m) == 0 for m in self._as_id_masks(masks)], dtype=np.bool_)
         fits, preferred = hints.cpu_hints(
             masks,
-            self._vector(self.capacity, CPU),
-            self._vector(self.free, CPU),
+            self._vector("capacity", CPU),
+            self._vector("free", CPU),
             milli_request(Decimal(request)),
             known=len(self.cpu_ids),
             reused=1000 * sum(self.reusable_cpus.values()),
@@ -157,6 +195,7 @@ class NodeState:
             return
         have = int(self.free[n].get(CPU, Decimal(0)))
         self.free[n][CPU] = Decimal(have - rest)
+        self._freed()
         if self.threads:
             halves = 0 if whole else max(0, have - self.free_cores[n] * self.threads)
             cores = -(-max(0, rest - halves) // self.threads)
@@ -168,21 +207,26 @@ class NodeState:
 
     # -- Memory manager (Static policy) ---------------------------------------------------------------
 
-    def memory_hints(self, request: Mapping[str, Decimal]) -> list[Hint]:
+    def memory_hints(self, request: Mapping[str, Decimal], singles: bool = False) -> list[Hint]:
         """Masks whose allocatable holds every requested type, free (with this pod's reusable
-        memory) too, and that respect the NUMA groups of earlier multi-NUMA allocations."""
-        masks = self._masks(self.ids)
+        memory) too, and that respect the NUMA groups of earlier multi-NUMA allocations
+        (``singles``: single zones only)."""
+        masks = self._masks(self.ids, singles)
         types = list(request)
-        as_ids = [mask(*(self.ids[p] for p in m)) for m in masks.positions]
-        reusable = np.array(
-            [[milli(self.reusable_memory.get(m, {}).get(r, Decimal(0))) for m in as_ids] for r in types],
-            dtype=np.int64,
-        ).reshape(len(types), len(as_ids))
-        allowed = np.array([self._may_pin(m) for m in as_ids], dtype=np.bool_)
+        as_ids = self._as_id_masks(masks)
+        reusable = None
+        if self.reusable_memory:
+            reusable = np.array(
+                [[milli(self.reusable_memory.get(m, {}).get(r, Decimal(0))) for m in as_ids] for r in types],
+                dtype=np.int64,
+            ).reshape(len(types), len(as_ids))
+        allowed = None
+        if self.groups or self.assigned:
+            allowed = np.array([self._may_pin(m) for m in as_ids], dtype=np.bool_)
         fits, preferred = hints.memory_hints(
             masks,
-            np.stack([self._vector(self.allocatable, r) for r in types]),
-            np.stack([self._vector(self.free, r) for r in types]),
+            np.stack([self._vector("allocatable", r) for r in types]),
+            np.stack([self._vector("free", r) for r in types]),
             np.array([milli_request(q) for q in request.values()], dtype=np.int64),
             known=len(self.ids),
             reusable=reusable,
@@ -231,6 +275,7 @@ class NodeState:
                 if take > 0:
                     self.free[n][r] = have - take
                     left -= take
+                    self._freed()
             if init:
                 reusable[r] = max(reusable.get(r, Decimal(0)), q)
             else:
@@ -245,14 +290,14 @@ class NodeState:
 
     # -- device plugins -------------------------------------------------------------------------------
 
-    def device_hints(self, resource: str, amount: Decimal) -> list[Hint] | None:
+    def device_hints(self, resource: str, amount: Decimal, singles: bool = False) -> list[Hint] | None:
         if resource not in self.node.reported:
             return None  # no topology for this resource: host-level
-        masks = self._masks(self.ids)
+        masks = self._masks(self.ids, singles)
         fits, preferred = hints.device_hints(
             masks,
-            self._vector(self.allocatable, resource),
-            self._vector(self.free, resource),
+            self._vector("allocatable", resource),
+            self._vector("free", resource),
             milli_request(amount),
             known=len(self.ids),
         )
@@ -267,19 +312,27 @@ class NodeState:
                 take = min(have, amount)
                 self.free[n][resource] = have - take
                 amount -= take
+                self._freed()
 
-    def providers(self, claims: Claims) -> list[ProviderHints]:
-        """The CPU, memory and device managers' hints for one container (or the pod, in pod scope)."""
+    def providers(self, claims: Claims, singles: bool = False) -> list[ProviderHints]:
+        """The CPU, memory and device managers' hints for one container (or the pod, in pod
+        scope); ``singles``: only the single-zone ones (all that single-numa-node keeps)."""
         node = self.node
         cpu: dict[str, list[Hint] | None] = {}
         if node.cpu_manager == STATIC_CPU and claims.cpus:
-            cpu[CPU] = self.cpu_hints(claims.cpus)
+            cpu[CPU] = self.cpu_hints(claims.cpus, singles)
         pinned: dict[str, list[Hint] | None] = {}
         if node.memory_manager == STATIC_MEMORY and claims.memory:
-            found = self.memory_hints(claims.memory)
+            found = self.memory_hints(claims.memory, singles)
             pinned = {r: list(found) for r in claims.memory}
-        plugged: dict[str, list[Hint] | None] = {r: self.device_hints(r, q) for r, q in claims.devices.items()}
+        plugged: dict[str, list[Hint] | None] = {r: self.device_hints(r, q, singles) for r, q in claims.devices.items()}
         return [cpu, pinned, plugged]
+
+
+@functools.cache
+def _id_masks(ids: tuple[int, ...], masks: Masks) -> tuple[int, ...]:
+    """Each mask of ``masks`` (over zone positions) as a mask over the NUMA ids."""
+    return tuple(mask(*(ids[p] for p in m)) for m in masks.positions)
 
 
 def _best(found: Sequence[Hint]) -> Hint:

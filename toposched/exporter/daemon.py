@@ -51,7 +51,7 @@ STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kube
 
 class Exporter:
     def __init__(self, settings: ExporterSettings) -> None:
-        self.s = settings
+        self.settings = settings
         self.changed = asyncio.Event()
         self.first_poll = asyncio.Event()
         self.change_seen: float | None = None
@@ -74,7 +74,7 @@ class Exporter:
         seen: dict[str, float | None] = {}
         while True:
             for name in STATE_FILES:
-                path = self.s.kubelet_state_dir / name
+                path = self.settings.kubelet_state_dir / name
                 try:
                     mtime: float | None = path.stat().st_mtime
                 except OSError:
@@ -85,14 +85,14 @@ class Exporter:
             await asyncio.sleep(0.25)
 
     async def poll_pods(self, podresources: PodResourcesClient) -> None:
-        delay = self.s.list_interval
+        delay = self.settings.list_interval
         while True:
             try:
                 pods = await podresources.list_pods()
                 if self.allocatable is None or not self.podresources_ok:
                     self.allocatable = await podresources.allocatable()
                 self.podresources_ok = True
-                delay = max(0.1, self.s.list_interval)  # at most 10 calls per second
+                delay = max(0.1, self.settings.list_interval)  # at most 10 calls per second
                 digest = hash(tuple(pods))
                 if digest != self.pods_digest:
                     self.pods, self.pods_digest = pods, digest
@@ -108,27 +108,27 @@ class Exporter:
 
     async def periodic(self) -> None:
         while True:
-            await asyncio.sleep(self.s.period)
+            await asyncio.sleep(self.settings.period)
             self.mark_changed("period")
 
     def inputs(self, owner: dict[str, str], node_allocatable: dict[str, Decimal]) -> Inputs:
-        machine = read_machine(self.s.sysfs)
+        machine = read_machine(self.settings.sysfs)
         for warning in machine.warnings:
             logger.debug("sysfs: %s", warning)
         return Inputs(
-            node=self.s.node,
+            node=self.settings.node,
             machine=machine,
-            kubelet=load(self.s.kubelet_config),
+            kubelet=load(self.settings.kubelet_config),
             allocatable=self.allocatable,
             pods=self.pods,
             node_allocatable=node_allocatable,
-            fingerprint_method=self.s.fingerprint_method,
+            fingerprint_method=self.settings.fingerprint_method,
             owner=owner,
             checkpoints=self.checkpoints(),
         )
 
     def checkpoints(self) -> Checkpoints:
-        found = checkpoints.read(self.s.kubelet_state_dir)
+        found = checkpoints.read(self.settings.kubelet_state_dir)
         for problem in found.problems:
             if problem not in self.checkpoint_problems:  # said once, not at every refresh
                 logger.warning("ignoring a kubelet checkpoint: %s", problem)
@@ -137,29 +137,29 @@ class Exporter:
 
     async def publish_once(self, publisher: Publisher) -> bool:
         node = await publisher.read_node()
-        owner = {"apiVersion": "v1", "kind": "Node", "name": self.s.node, "uid": node["metadata"]["uid"]}
+        owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
         allocatable = node.get("status", {}).get("allocatable") or {}
         inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in allocatable.items()})
         written = await publisher.publish(build(inputs))
         if written:
             WRITES.inc()
-        if self.s.advertise_bandwidth:
+        if self.settings.advertise_bandwidth:
             speeds = [nic.speed_bps for nic in inputs.machine.nics if nic.speed_bps]
             if speeds:
                 await publisher.advertise_bandwidth(sum(speeds))
         return written
 
     async def run(self) -> None:
-        if self.s.metrics_port:
-            prometheus_client.start_http_server(self.s.metrics_port, self.s.metrics_address)
+        if self.settings.metrics_port:
+            prometheus_client.start_http_server(self.settings.metrics_port, self.settings.metrics_address)
         health = None
-        if self.s.health_port:
-            health = await asyncio.start_server(self._health, self.s.health_address, self.s.health_port)
+        if self.settings.health_port:
+            health = await asyncio.start_server(self._health, self.settings.health_address, self.settings.health_port)
         async with KubeAPI.from_environment() as api:
             podresources = PodResourcesClient(
-                self.s.podresources, observe=lambda m, t: PODRESOURCES_SECONDS.labels(m).observe(t)
+                self.settings.podresources, observe=lambda m, t: PODRESOURCES_SECONDS.labels(m).observe(t)
             )
-            publisher = Publisher(api, self.s.node)
+            publisher = Publisher(api, self.settings.node)
             tasks = [
                 asyncio.create_task(self.poll_pods(podresources)),
                 asyncio.create_task(self.watch_state_files()),
@@ -174,7 +174,7 @@ class Exporter:
             try:
                 while True:
                     await self.changed.wait()
-                    wait = self.last_write + self.s.min_write_interval - time.monotonic()
+                    wait = self.last_write + self.settings.min_write_interval - time.monotonic()
                     if wait > 0:
                         await asyncio.sleep(wait)  # coalesce: at most one write per interval
                     self.changed.clear()
@@ -209,11 +209,11 @@ class Exporter:
 
     def healthy(self) -> bool:
         """Alive: the main loop turned recently (it turns at least every period)."""
-        return time.monotonic() - self.last_loop < 3 * self.s.period + 5
+        return time.monotonic() - self.last_loop < 3 * self.settings.period + 5
 
     def ready(self) -> bool:
         """Ready: the NRT was confirmed current recently and PodResources answers."""
-        return self.podresources_ok and time.time() - self.last_success < 3 * self.s.period + 5
+        return self.podresources_ok and time.time() - self.last_success < 3 * self.settings.period + 5
 
     async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request = (await reader.readline()).decode(errors="replace").split()

@@ -308,17 +308,6 @@ class Harness:
         if node and name not in sink:
             sink[name] = Bound(node, time.monotonic(), dict(pod["metadata"].get("annotations") or {}))
 
-    async def schedule(
-        self, namespace: str, bodies: Sequence[dict[str, Any]], within: float = 600
-    ) -> tuple[dict[str, Bound], dict[str, float]]:
-        """Creates the pods and waits for all of them to be bound; (binds, creation times)."""
-        binds: dict[str, Bound] = {}
-        names = {b["metadata"]["name"] for b in bodies}
-        watcher = asyncio.create_task(self.watch_binds(namespace, len(bodies), within, binds, names))
-        created = await self.create_pods(namespace, bodies)
-        await watcher
-        return binds, created
-
 
 def scrape(port: int) -> dict[str, Any]:
     """Mean latency and count per extender verb, and of the filters' wait for earlier binds."""

@@ -12,6 +12,7 @@ from kubernetes_asyncio import client, config, watch
 from bench.stats import summary
 from testkit.builders import node_body
 from testkit.cluster import OperatorProcess, wait_for
+from toposched.apis.constants import WEIGHT_NETPERF
 from toposched.apis.netperf import latency_key, parse
 from toposched.apis.networktopology import NetworkTopology
 from toposched.operators.networktopology.costs import NodeInfo, compute
@@ -90,7 +91,7 @@ async def _cluster(kubeconfig: Path, log: Path, nodes: int, zones: int, samples:
 
             async def published() -> bool:
                 obj = await objects.get_namespaced_custom_object(G, V, namespace, P, "net")
-                return any(w["name"] == "NetperfCosts" for w in obj["spec"]["weights"])
+                return any(w["name"] == WEIGHT_NETPERF for w in obj["spec"]["weights"])
 
             await wait_for(published, within=120, what="first NetperfCosts")
             changes: dict[str, float] = {}

@@ -24,6 +24,7 @@ from toposched.apis.constants import (
     NETWORKTOPOLOGY_PLURAL,
     NETWORKTOPOLOGY_VERSION,
     OPERATOR_COMPONENT,
+    WEIGHT_NETPERF,
 )
 from toposched.apis.errors import describe
 from toposched.apis.netperf import parse
@@ -193,7 +194,7 @@ class NetworkTopologyReconciler:
                 missing = f"ConfigMap {key[0]}/{obj.spec.configmap_name} not found"
                 return reconcile(obj, None, None, len(nodes), now, missing=missing)
             measurements = parse(data, settings.netperf_percentile, [n.name for n in nodes])
-            previous = next((w for w in obj.spec.weights if w.name == "NetperfCosts"), None)
+            previous = next((w for w in obj.spec.weights if w.name == WEIGHT_NETPERF), None)
             computed = compute(
                 nodes,
                 measurements,

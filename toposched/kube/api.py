@@ -3,7 +3,8 @@ URL path of a collection or an object, the request (URL with its query, headers,
 the answer (its JSON, or an ApiError with the apiserver's message).
 
 ``rest`` sends requests over aiohttp (operators, schedhook), ``nodeclient`` over urllib in a
-worker thread (the node daemons). This module imports neither.
+worker thread (the node daemons). No HTTP client is imported here, so the node daemons never load
+aiohttp.
 """
 
 from collections.abc import Mapping

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from testkit.builders import pod_body
 from testkit.certs import ExtenderPKI, KeyPair
 from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_default_service_account, wait_for
 from testkit.extender import REFUSED, call, schedhook_tls_args
@@ -598,8 +599,8 @@ async def test_schedhook_works_with_its_service_account(
         node = f"kwok-bind-{uuid.uuid4().hex[:6]}"
         await ensure_kwok_node(api, node)
         core = client.CoreV1Api(api)
-        spec = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "example.invalid/c:1"}]}
-        pod = await core.create_namespaced_pod(namespace, {"metadata": {"name": "bound"}, "spec": spec})
+        body = pod_body("bound", scheduler="nobody", container="c", image="example.invalid/c:1")
+        pod = await core.create_namespaced_pod(namespace, body)
         context = ssl.create_default_context(cafile=str(chart_pki.ca))
         context.load_cert_chain(chart_pki.scheduler.cert, chart_pki.scheduler.key)
         args = {"PodName": "bound", "PodNamespace": namespace, "PodUID": pod.metadata.uid, "Node": node}

@@ -31,8 +31,9 @@ from aiohttp import web
 
 from bench.stats import summary
 from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
+from testkit.extender import in_process
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.clientauth import require_client, server_context
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.server import Extender
@@ -90,33 +91,33 @@ print(json.dumps({"pairs": out, "handshakes": handshakes}))
 """
 
 
-async def _churn(cache: ClusterCache, names: list[str], rng: random.Random) -> None:
+async def _churn(binder: Binder, names: list[str], rng: random.Random) -> None:
     """NRT updates and bind reservations arriving while the extender answers, as in a live cluster."""
     version = 10**6
     while True:
         await asyncio.sleep(1 / CHURN_PER_SECOND)
         name = rng.choice(names)
-        body = copy.deepcopy(cache.objects["nrts"][f"/{name}"])
+        body = copy.deepcopy(binder.store.objects["nrts"][f"/{name}"])
         version += 1
         body["metadata"]["resourceVersion"] = str(version)
         body["zones"][0]["resources"][0]["available"] = rng.randint(0, 32)
-        cache.event("nrts", "MODIFIED", body)
+        binder.store.event("nrts", "MODIFIED", body)
         uid = f"bound-{version}"
-        cache.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
+        binder.ledger.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
 
 
 async def _over_http(
-    cache: ClusterCache, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
+    binder: Binder, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
 ) -> tuple[list[list[float]], list[float]]:
     """(filter and prioritize ms per call, new-connection handshake ms) from a client in another process."""
-    extender = Extender(cache, api=None, config=PlacementConfig(), bind_wait=0)
+    extender = Extender(binder)
     runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
     tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
-    churn = asyncio.create_task(_churn(cache, list(bodies[0]["NodeNames"]), random.Random(7)))
+    churn = asyncio.create_task(_churn(binder, list(bodies[0]["NodeNames"]), random.Random(7)))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -160,22 +161,20 @@ def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
     fits = len(evaluate(POD, names, snapshot(nrts=bodies), PlacementConfig()).fitting())
     pure = _pure(names, bodies, repeats, new_shape=False)
     pure_new = _pure(names, bodies, repeats, new_shape=True)
-    cache = ClusterCache(weights_name="NetperfCosts")  # no watches: events are applied below
-    cache.listed("nrts", bodies)
-    cache.snapshot()
-    cache.synced.set()
+    binder = in_process({"nrts": bodies})  # no watches: events are applied below
+    binder.warm()
     gc.collect()
     gc.freeze()  # as the extender does once its cache has synced
     pki = extender_pki(Path(tempfile.mkdtemp(prefix="toposched-bench-pki-")))
     workload = [{"Pod": POD, "NodeNames": names}]
-    pairs, handshakes = asyncio.run(_over_http(cache, workload, repeats, pki))
+    pairs, handshakes = asyncio.run(_over_http(binder, workload, repeats, pki))
     new_shapes = [{"Pod": shaped(i), "NodeNames": names} for i in range(repeats + 3)]
-    pairs_new, _ = asyncio.run(_over_http(cache, new_shapes, repeats, pki))
+    pairs_new, _ = asyncio.run(_over_http(binder, new_shapes, repeats, pki))
     # What kube-scheduler sends by default: it stops after finding max(100, 5% .. 50%) feasible
     # nodes (percentageOfNodesToScore adapts to 50 - nodes/125, at least 5%): 500 of 5,000.
     sample = max(100, nodes * max(5, 50 - nodes // 125) // 100)
     sampled = [{"Pod": POD, "NodeNames": names[:: max(1, nodes // sample)][:sample]}]
-    pairs_sampled, _ = asyncio.run(_over_http(cache, sampled, repeats, pki))
+    pairs_sampled, _ = asyncio.run(_over_http(binder, sampled, repeats, pki))
     return {
         "nodes": nodes,
         "fitting": fits,

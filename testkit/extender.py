@@ -7,6 +7,7 @@ plane with the shipped scheduler configuration; both speak HTTPS with certificat
 
 import ssl
 import urllib.request
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -16,6 +17,9 @@ import orjson
 
 from testkit.certs import ExtenderPKI, KeyPair
 from testkit.paths import SCHEDULER_CONFIG
+from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.store import KINDS, ObjectStore
 
 
 def schedhook_tls_args(pki: ExtenderPKI) -> list[str]:
@@ -85,3 +89,17 @@ async def call(
             return answer.status, (await answer.read()).decode(errors="replace")
     except (aiohttp.ClientOSError, aiohttp.ClientSSLError, aiohttp.ServerDisconnectedError, ssl.SSLError) as exc:
         return REFUSED, str(exc)
+
+
+def in_process(
+    objects: Mapping[str, Iterable[dict[str, Any]]] | None = None, weights_name: str = WEIGHT_NETPERF
+) -> Binder:
+    """The extender's decisions without a cluster: a store listed from ``objects`` (kind -> items;
+    a kind not given is listed empty) and synced, a binder over it without an API client and with
+    no wait for binds."""
+    store = ObjectStore()
+    for kind in KINDS:
+        store.listed(kind, list((objects or {}).get(kind, ())))
+        store.mark_synced(kind)
+    store.synced.set()
+    return Binder(store, api=None, weights_name=weights_name, bind_wait=0)

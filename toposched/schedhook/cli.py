@@ -22,20 +22,22 @@ async def _serve(settings: SchedhookSettings) -> None:
     from toposched.kube.rest import connect
     from toposched.schedhook.controllers.gate_release import release_gates_forever
     from toposched.schedhook.controllers.remediation import remediate_forever
-    from toposched.schedhook.extender.cache import ClusterCache
+    from toposched.schedhook.extender.binder import Binder
     from toposched.schedhook.extender.clientauth import require_client, server_context
     from toposched.schedhook.extender.feed import feed
     from toposched.schedhook.extender.server import Extender
+    from toposched.schedhook.extender.store import ObjectStore
     from toposched.schedhook.placement.evaluate import PlacementConfig
     from toposched.schedhook.webhooks.admission import Rules
     from toposched.schedhook.webhooks.server import Webhooks
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64) as api:
-        cache = ClusterCache(settings.weights_name, settings.reservation_timeout)
-        feeding = asyncio.create_task(feed(cache, api))
+        store = ObjectStore()
         placement = PlacementConfig(numa_strategy=settings.strategy, missing_nrt_fits=settings.missing_nrt == "pass")
-        extender = Extender(cache, api, placement, settings.bind_wait)
+        binder = Binder(store, api, settings.weights_name, placement, settings.bind_wait, settings.reservation_timeout)
+        feeding = asyncio.create_task(feed(store, api, binder.warm))
+        extender = Extender(binder)
         clients = list(settings.extender_client_names)
         runner = web.AppRunner(extender.app([require_client(clients)]), access_log=None)
         await runner.setup()
@@ -51,7 +53,7 @@ async def _serve(settings: SchedhookSettings) -> None:
         runners = [runner]
         tasks = [
             asyncio.create_task(
-                release_gates_forever(api, cache.topology_order, timedelta(seconds=settings.order_wait))
+                release_gates_forever(api, store.topology_order, timedelta(seconds=settings.order_wait))
             )
         ]
         if not settings.no_remediation:
@@ -69,7 +71,7 @@ async def _serve(settings: SchedhookSettings) -> None:
         else:
             log.warning("no --tls-cert/--tls-key: admission webhooks are off")
         try:
-            await cache.synced.wait()
+            await store.synced.wait()
             # The synced cluster lives as long as the process: keep the collector from rescanning
             # it during requests (a full collection of thousands of NRTs is a p99 spike).
             gc.collect()

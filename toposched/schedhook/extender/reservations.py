@@ -4,14 +4,18 @@ is predicted to use until the node's NRT accounts for them.
 NRTs lag behind binds; without the ledger a burst of pods would see the same stale ``available``
 and pile onto one zone. A reservation ends when the NRT's pods fingerprint includes the pod (or,
 on an NRT without one, when it was updated ``settle`` seconds after the bind), when the pod is
-deleted or finishes, or after ``timeout``. The ledger is pure bookkeeping; the cache owns it and
-tells it what the NRTs and pods say.
+deleted or finishes, or after ``timeout``. The ledger is bookkeeping; ``Accounting`` reads what
+the NRTs and the bound pods say.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Protocol
+
+from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.placement.freshness import accounted
 
 
 @dataclass
@@ -26,8 +30,44 @@ class Reservation:
     """namespace/name, to find the pod among the node's pods."""
 
 
-Accounts = Callable[[str, str], bool | None]
-"""(node, pod key) -> does the node's NRT account for the pod by its fingerprint (None: it has none)."""
+class Accounts(Protocol):
+    def state(self, node: str) -> Hashable:
+        """What ``accounts`` answers for the node depend on."""
+
+    def accounts(self, node: str, key: str) -> bool | None:
+        """Does the node's NRT account for pod ``key`` (None: it cannot say)?"""
+
+
+class Accounting:
+    """Does a node's NRT account for a bound pod? By its pods fingerprint, worked out once per NRT
+    version and set of the node's pods."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+        self._accounted: dict[str, tuple[Hashable, frozenset[tuple[str, str]] | None]] = {}
+
+    def state(self, node: str) -> Hashable:
+        """What the answers for ``node`` depend on: its NRT's version and its pods."""
+        body = self.store.nrt(node)
+        version = body["metadata"].get("resourceVersion") if body is not None else None
+        return version, self.store.pods.version.get(node, 0)
+
+    def accounts(self, node: str, key: str) -> bool | None:
+        """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none."""
+        body = self.store.nrt(node)
+        if body is None:
+            return None
+        pods = self.store.pods.on.get(node, {})
+        state = self.state(node)
+        cached = self._accounted.get(node)
+        if cached is None or cached[0] != state:
+            attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
+            cached = (state, accounted(attributes, list(pods.values())))  # dict order = bind order
+            self._accounted[node] = cached
+        if cached[1] is None:
+            return None
+        entry = pods.get(key)  # absent: the watch has not shown the bind yet
+        return entry is not None and (entry[0], entry[1]) in cached[1]
 
 
 class Ledger:
@@ -38,17 +78,17 @@ class Ledger:
         self.by_pod: dict[str, Reservation] = {}
         """By pod uid, oldest first."""
         self.by_node: dict[str, dict[str, Reservation]] = {}
-        self._recheck: set[str] | None = None
-        """Nodes whose NRT or pods changed since their reservations were last checked (None: all)."""
+        self._checked: dict[str, Hashable] = {}
+        """Node -> the state (``Accounting.state``) its reservations were last checked against."""
         self._stale: set[str] = set()
-        """Nodes whose reservations changed since the cache last took them off the NRTs."""
+        """Nodes whose reservations changed since the snapshot builder last took them off the NRTs."""
 
     def reserve(self, reservation: Reservation) -> None:
         """Hold a bound pod's request (replacing an earlier one of the same pod)."""
         self.release(reservation.pod)
         self.by_pod[reservation.pod] = reservation
         self.by_node.setdefault(reservation.node, {})[reservation.pod] = reservation
-        self.check_again(reservation.node)
+        self._checked.pop(reservation.node, None)
         self._stale.add(reservation.node)
 
     def release(self, pod_uid: str) -> None:
@@ -59,14 +99,14 @@ class Ledger:
             del held[pod_uid]
             if not held:
                 del self.by_node[r.node]
+                self._checked.pop(r.node, None)
 
-    def check_again(self, node: str) -> None:
-        """The node's NRT or pods changed: look at its reservations at the next ``live``."""
-        if self._recheck is not None and node in self.by_node:
-            self._recheck.add(node)
-
-    def check_all(self) -> None:
-        self._recheck = None
+    def release_pods(self, keys: Iterable[str]) -> None:
+        """The pods ``keys`` (namespace/name) were deleted or finished: they hold nothing."""
+        ended = set(keys)
+        if ended:
+            for uid in [uid for uid, r in self.by_pod.items() if r.key in ended]:
+                self.release(uid)
 
     def touch(self, node: str) -> None:
         """Have the node's view rebuilt at the next ``take_stale`` (e.g. one call left a pod out)."""
@@ -76,10 +116,14 @@ class Ledger:
         stale, self._stale = self._stale, set()
         return stale
 
-    def live(self, accounts: Accounts, updated_at: Callable[[str], float]) -> list[Reservation]:
+    def held(self, node: str, exclude: str = "") -> tuple[Reservation, ...]:
+        """The reservations on ``node``, but pod ``exclude``'s."""
+        return tuple(r for r in self.by_node.get(node, {}).values() if r.pod != exclude)
+
+    def live(self, accounting: Accounts, updated_at: Callable[[str], float]) -> list[Reservation]:
         """Drop reservations the NRT now accounts for: by the pods fingerprint when the NRT has one,
-        else by an update received ``settle`` seconds after the bind; or after the timeout. Only
-        nodes whose NRT or pods changed since the last call are looked at again."""
+        else by an update received ``settle`` seconds after the bind; or after the timeout. A
+        node's reservations are looked at again only once its NRT or its pods changed."""
         now = time.monotonic()
         expired = []
         for uid, r in self.by_pod.items():  # oldest first
@@ -88,11 +132,13 @@ class Ledger:
             expired.append(uid)
         for uid in expired:
             self.release(uid)
-        nodes = list(self.by_node) if self._recheck is None else [n for n in self._recheck if n in self.by_node]
-        self._recheck = set()
-        for node in nodes:
+        for node in list(self.by_node):
+            state = accounting.state(node)
+            if self._checked.get(node) == state:
+                continue
+            self._checked[node] = state
             for uid, r in list(self.by_node[node].items()):
-                matched = accounts(r.node, r.key)
+                matched = accounting.accounts(r.node, r.key)
                 if matched is None:
                     matched = updated_at(r.node) >= r.since + self.settle
                 if matched:

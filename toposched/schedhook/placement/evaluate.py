@@ -131,6 +131,7 @@ class Results:
         """Why the pod itself cannot be placed anywhere (it fails every node with this reason)."""
         self._fitting: tuple[str, ...] | None = None
         self._names: npt.NDArray[np.object_] | None = None
+        self._position: dict[str, int] | None = None
 
     def _text_id(self, reason: str) -> int:
         found = self._text_ids.get(reason)
@@ -172,6 +173,26 @@ class Results:
     def zones(self, i: int) -> list[str]:
         return [f"{NRT_ZONE_PREFIX}{n}" for n in self.numa_ids(i)]
 
+    def has(self, node: str) -> bool:
+        return node in self._positions()
+
+    def prediction(self, node: str) -> tuple[list[int], list[str]]:
+        """The NUMA ids and zone names the kubelet is predicted to use on ``node`` (none if it fails)."""
+        i = self._positions()[node]
+        return self.numa_ids(i), self.zones(i)
+
+    def failed(self, prefix: str = "") -> dict[str, str]:
+        """Each rejected node's reason (``prefix`` before it), spread from a few distinct texts."""
+        failed = np.flatnonzero(~self.fit)
+        texts = np.empty(len(self.texts), dtype=object)
+        texts[:] = [f"{prefix}{t}" for t in self.texts]
+        return dict(zip(self.name_array()[failed].tolist(), texts[self.reason[failed]].tolist(), strict=True))
+
+    def _positions(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {n: i for i, n in enumerate(self.names)}
+        return self._position
+
     def fitting(self) -> tuple[str, ...]:
         if self._fitting is None:
             self._fitting = tuple(self.name_array()[self.fit].tolist())
@@ -184,7 +205,7 @@ class Results:
             return self.score[self.fit].tolist()  # type: ignore[no-any-return]
         if candidates == self.names:
             return self.score.tolist()
-        position = {n: i for i, n in enumerate(self.names)}
+        position = self._positions()
         return [int(self.score[position[n]]) for n in names]
 
     def node(self, i: int) -> NodeResult:

@@ -11,9 +11,10 @@ from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
 from testkit.cluster import skip_or_fail
 from testkit.extender import REFUSED, call
 from testkit.nrt import POD
-from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.clientauth import certificate_names, require_client, server_context
 from toposched.schedhook.extender.server import Extender
+from toposched.schedhook.extender.store import ObjectStore
 
 BODY = {"Pod": POD, "NodeNames": ["n0"], "PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "n0"}
 
@@ -27,7 +28,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
 
 @pytest.fixture
 async def port(pki: ExtenderPKI) -> AsyncIterator[int]:
-    extender = Extender(ClusterCache(weights_name="NetperfCosts"), api=None, bind_wait=0)
+    extender = Extender(Binder(ObjectStore(), None, "NetperfCosts", bind_wait=0))  # never synced
     runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
     tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))

@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testkit.extender import in_process
 from testkit.fuzz import mutate_tree
 from testkit.nrt import POD, nrt
 from toposched.apis.noderesourcetopology import NodeResourceTopology
-from toposched.schedhook.extender.cache import ClusterCache
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.parse import from_nrt, node_allocatable, node_location
 
@@ -78,11 +78,8 @@ def versioned(objects: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[s
 
 
 def answers(objects: dict[str, list[dict[str, Any]]], pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    cache = ClusterCache(weights_name="NetperfCosts")
-    for kind in KINDS:
-        cache.listed(kind, objects[kind])
-        cache.mark_synced(kind)
-    results = evaluate(pod, NAMES, cache.snapshot(exclude="u-test"), PlacementConfig())
+    binder = in_process(objects)
+    results = evaluate(pod, NAMES, binder.snapshot(exclude="u-test"), PlacementConfig())
     out = {}
     for r in results.all():
         out[r.node] = {"fit": r.fit, "reason": r.reason, "zones": r.numa_zones, "numa": r.scores.get("numa")}

@@ -9,9 +9,11 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from testkit.extender import in_process
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.server import Extender, _priorities
+from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 
 
@@ -32,11 +34,11 @@ def test_priorities_decode_to_host_and_extender_score(names: list[str], scores: 
 
 
 @pytest.fixture
-async def extender() -> AsyncIterator[tuple[TestClient[Any, Any], ClusterCache]]:
-    cache = ClusterCache(weights_name="NetperfCosts")
-    client = TestClient(TestServer(Extender(cache, api=None, bind_wait=0).app()))
+async def extender() -> AsyncIterator[tuple[TestClient[Any, Any], Binder]]:
+    binder = Binder(ObjectStore(), None, "NetperfCosts", bind_wait=0)
+    client = TestClient(TestServer(Extender(binder).app()))
     await client.start_server()
-    yield client, cache
+    yield client, binder
     await client.close()
 
 
@@ -47,7 +49,7 @@ async def post(client: TestClient[Any, Any], verb: str, names: list[str]) -> Any
 
 
 async def test_filter_before_the_cache_synced_is_an_error_the_scheduler_retries(
-    extender: tuple[TestClient[Any, Any], ClusterCache],
+    extender: tuple[TestClient[Any, Any], Binder],
 ) -> None:
     client, _ = extender
     assert (await post(client, "filter", ["n0"]))["Error"] == "toposched: the extender's cache is still syncing"
@@ -55,16 +57,12 @@ async def test_filter_before_the_cache_synced_is_an_error_the_scheduler_retries(
 
 
 async def test_filter_then_prioritize_answer_every_candidate(
-    extender: tuple[TestClient[Any, Any], ClusterCache],
+    extender: tuple[TestClient[Any, Any], Binder],
 ) -> None:
-    client, cache = extender
+    client, binder = extender
     rng = random.Random(3)
     bodies = [nrt(f"n{i}", rng) for i in range(40)]
-    for kind in ("nodes", "appgroups", "networktopologies", "pods"):
-        cache.listed(kind, [])
-        cache.mark_synced(kind)
-    cache.listed("nrts", bodies)
-    cache.mark_synced("nrts")
+    synced(binder.store, bodies)
     assert (await client.get("/readyz")).status == 200
     names = [*(b["metadata"]["name"] for b in bodies), "no-nrt"]
     answer = await post(client, "filter", names)
@@ -78,27 +76,27 @@ async def test_filter_then_prioritize_answer_every_candidate(
     assert next(p["Score"] for p in priorities if p["Host"] == "no-nrt") == 0
 
 
-def synced(cache: ClusterCache, nrts: list[dict[str, Any]]) -> None:
+def synced(store: ObjectStore, nrts: list[dict[str, Any]]) -> None:
     for kind in ("nodes", "appgroups", "networktopologies", "pods"):
-        cache.listed(kind, [])
-        cache.mark_synced(kind)
-    cache.listed("nrts", nrts)
-    cache.mark_synced("nrts")
+        store.listed(kind, [])
+        store.mark_synced(kind)
+    store.listed("nrts", nrts)
+    store.mark_synced("nrts")
+    store.synced.set()
 
 
 async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
-    extender: tuple[TestClient[Any, Any], ClusterCache],
+    extender: tuple[TestClient[Any, Any], Binder],
 ) -> None:
     """Issue item 4: such an NRT made every filter call answer 500 until it was deleted."""
-    client, cache = extender
+    client, binder = extender
     rng = random.Random(3)
     bodies = [nrt(f"n{i}", rng) for i in range(6)]
     names = [b["metadata"]["name"] for b in bodies]
-    clean = ClusterCache(weights_name="NetperfCosts")
-    synced(clean, copy.deepcopy(bodies))
+    clean = in_process({"nrts": copy.deepcopy(bodies)})
     for resource in bodies[2]["zones"][0]["resources"]:
         resource.update(capacity="1e999999", allocatable="1e999999", available="1e999999")
-    synced(cache, bodies)
+    synced(binder.store, bodies)
     answer = await post(client, "filter", names)
     assert answer["Error"] == ""
     reason = answer["FailedNodes"].pop("n2")
@@ -109,7 +107,8 @@ async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
     assert set(answer["FailedNodes"]) == {n for n in others if n not in expected.fitting()}
     priorities = await post(client, "prioritize", answer["NodeNames"])
     assert [p["Host"] for p in priorities] == answer["NodeNames"]
-    assert cache.take_rejected() == []  # reported once (the Event needs a cluster: api is None here)
+    # Reported once (the Event needs a cluster: there is no API client here).
+    assert binder.snapshots.take_rejected() == []
 
 
 @pytest.mark.parametrize(
@@ -122,11 +121,11 @@ async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
     ids=["cpu-1e999999", "cpu-abc", "resources-a-number"],
 )
 async def test_a_bad_pod_gets_a_filter_error_with_the_reason(
-    extender: tuple[TestClient[Any, Any], ClusterCache], resources: object, error: str
+    extender: tuple[TestClient[Any, Any], Binder], resources: object, error: str
 ) -> None:
     """Issue item 6: a Guaranteed pod with cpu 1e999999 got a 500 without a reason."""
-    client, cache = extender
-    synced(cache, [nrt(f"n{i}", random.Random(i)) for i in range(3)])
+    client, binder = extender
+    synced(binder.store, [nrt(f"n{i}", random.Random(i)) for i in range(3)])
     pod = copy.deepcopy(POD)
     pod["spec"]["containers"][0]["resources"] = resources
     response = await client.post("/filter", data=orjson.dumps({"Pod": pod, "NodeNames": ["n0", "n1", "n2"]}))
@@ -160,11 +159,11 @@ async def test_a_bad_pod_gets_a_filter_error_with_the_reason(
     ],
 )
 async def test_a_request_that_is_not_extender_args_is_a_400_with_the_reason(
-    extender: tuple[TestClient[Any, Any], ClusterCache], verb: str, body: bytes, error: str | None
+    extender: tuple[TestClient[Any, Any], Binder], verb: str, body: bytes, error: str | None
 ) -> None:
     """None: the request is ExtenderArgs, the pod in it is not a pod (answered, never a 500)."""
-    client, cache = extender
-    synced(cache, [])
+    client, binder = extender
+    synced(binder.store, [])
     response = await client.post(f"/{verb}", data=body)
     assert response.status == (200 if error is None else 400)
     if error is not None:

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
-from toposched.schedhook.extender.cache import ClusterCache
+from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.reservations import Reservation
+from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.placement.freshness import accounted
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
@@ -83,51 +84,51 @@ def _bound(name: str) -> dict[str, Any]:
 
 
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
-    cache.listed("nrts", [_nrt("1", [("ns", "old")])])
-    cache.event("pods", "ADDED", _bound("old"))
-    cache.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
-    assert [r.pod for r in cache.live_reservations()] == ["uid-new"]  # our view has not seen the bind
-    cache.event("pods", "ADDED", _bound("new"))
-    cache.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
-    assert [r.pod for r in cache.live_reservations()] == ["uid-new"]
-    cache.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
-    cache.event("pods", "ADDED", _bound("newer"))
-    cache.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
-    assert [r.pod for r in cache.live_reservations()] == ["uid-newer"]
-    cache.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
-    assert cache.live_reservations() == []
+    binder = Binder(ObjectStore(), None, "NetperfCosts")
+    binder.store.listed("nrts", [_nrt("1", [("ns", "old")])])
+    binder.store.event("pods", "ADDED", _bound("old"))
+    binder.ledger.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
+    assert [r.pod for r in binder.settle()] == ["uid-new"]  # our view has not seen the bind
+    binder.store.event("pods", "ADDED", _bound("new"))
+    binder.store.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
+    assert [r.pod for r in binder.settle()] == ["uid-new"]
+    binder.ledger.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
+    binder.store.event("pods", "ADDED", _bound("newer"))
+    binder.store.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
+    assert [r.pod for r in binder.settle()] == ["uid-newer"]
+    binder.store.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
+    assert binder.settle() == []
 
 
 def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
-    cache.listed("nrts", [_nrt("1", None)])
+    binder = Binder(ObjectStore(), None, "NetperfCosts")
+    binder.store.listed("nrts", [_nrt("1", None)])
     now = time.monotonic()
     # Bound 0.5 s before the update: the NRT may have been computed before the kubelet saw the pod.
-    cache.reserve(Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key="ns/recent"))
-    cache.reserve(Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key="ns/settled"))
-    assert len(cache.live_reservations()) == 2  # no update since the binds
-    cache.event("nrts", "MODIFIED", _nrt("2", None))
-    assert [r.pod for r in cache.live_reservations()] == ["recent"]
+    binder.ledger.reserve(Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key="ns/recent"))
+    binder.ledger.reserve(Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key="ns/settled"))
+    assert len(binder.settle()) == 2  # no update since the binds
+    binder.store.event("nrts", "MODIFIED", _nrt("2", None))
+    assert [r.pod for r in binder.settle()] == ["recent"]
 
 
 def test_reservations_time_out_oldest_first() -> None:
-    cache = ClusterCache(weights_name="NetperfCosts", reservation_timeout=10.0)
+    binder = Binder(ObjectStore(), None, "NetperfCosts", reservation_timeout=10.0)
     now = time.monotonic()
     for uid, age in (("old", 11.0), ("older-but-renewed", 12.0), ("young", 1.0)):
-        cache.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
-    cache.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
-    assert [r.pod for r in cache.live_reservations()] == ["young", "older-but-renewed"]
+        binder.ledger.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
+    binder.ledger.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
+    assert [r.pod for r in binder.settle()] == ["young", "older-but-renewed"]
 
 
 def test_a_reservation_ends_with_its_pod() -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
-    cache.listed("nrts", [_nrt("1", [])])
+    binder = Binder(ObjectStore(), None, "NetperfCosts")
+    binder.store.listed("nrts", [_nrt("1", [])])
     pods = {}
     for name in ("deleted", "finished", "running"):
         pods[name] = _bound(name) | {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}}
-        cache.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
-        cache.event("pods", "ADDED", pods[name])
-    cache.event("pods", "DELETED", pods["deleted"])
-    cache.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
-    assert [r.pod for r in cache.live_reservations()] == ["uid-running"]
+        binder.ledger.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
+        binder.store.event("pods", "ADDED", pods[name])
+    binder.store.event("pods", "DELETED", pods["deleted"])
+    binder.store.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
+    assert [r.pod for r in binder.settle()] == ["uid-running"]

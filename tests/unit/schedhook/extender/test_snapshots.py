@@ -1,4 +1,4 @@
-"""The extender's cache patched event by event sees what a cache listed afresh sees."""
+"""Snapshots of a store patched event by event show what snapshots of a store listed afresh show."""
 
 import random
 import time
@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.cache import BINDING_SECONDS, ClusterCache
+from toposched.schedhook.extender.binder import BINDING_SECONDS, Binder
 from toposched.schedhook.extender.reservations import Reservation
+from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.model import Placed
 
@@ -62,8 +63,12 @@ events = st.lists(
 )
 
 
-def view(cache: ClusterCache) -> dict[str, Any]:
-    snap = cache.snapshot()
+def extender() -> Binder:
+    return Binder(ObjectStore(), api=None, weights_name="NetperfCosts")
+
+
+def view(binder: Binder) -> dict[str, Any]:
+    snap = binder.snapshot()
     results = evaluate(POD, NAMES, snap, PlacementConfig())
     return {
         "nrts": snap.nrts,
@@ -77,46 +82,47 @@ def view(cache: ClusterCache) -> dict[str, Any]:
 @settings(max_examples=150, deadline=None)
 @given(events)
 def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[str, str, str, int, bool]]) -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
+    binder = extender()
+    store = binder.store
     for kind in KINDS:
-        cache.listed(kind, [body(kind, n, 0, 1) for n in NAMES[:3]])
-    cache.reserve(Reservation("held", "n1", (0,), {"cpu": Decimal(4)}, key="ns/held"))
+        store.listed(kind, [body(kind, n, 0, 1) for n in NAMES[:3]])
+    binder.ledger.reserve(Reservation("held", "n1", (0,), {"cpu": Decimal(4)}, key="ns/held"))
     version = 2
     for kind, kind_of_event, name, variant, look in steps:
         version += 1
-        current = cache.objects[kind]
+        current = store.objects[kind]
         if kind_of_event == "relist":
-            cache.listed(kind, [*current.values(), body(kind, name, variant, version)])
+            store.listed(kind, [*current.values(), body(kind, name, variant, version)])
         elif kind_of_event == "heartbeat":
             key = f"/{name}" if kind == "nodes" else None
             if key in current:
                 beat = dict(current[key], metadata=dict(current[key]["metadata"], resourceVersion=str(version)))
-                cache.event(kind, "MODIFIED", beat)
+                store.event(kind, "MODIFIED", beat)
         else:
-            cache.event(kind, kind_of_event, body(kind, name, variant, version))
+            store.event(kind, kind_of_event, body(kind, name, variant, version))
         if look:
-            view(cache)
-    fresh = ClusterCache(weights_name="NetperfCosts")
+            view(binder)
+    fresh = extender()
     for kind in KINDS:
-        fresh.listed(kind, list(cache.objects[kind].values()))
-    held = cache.reservations
-    fresh.reservations.by_pod = dict(held.by_pod)
-    fresh.reservations.by_node = {n: dict(h) for n, h in held.by_node.items()}
-    assert view(cache) == view(fresh)
+        fresh.store.listed(kind, list(store.objects[kind].values()))
+    for held in binder.ledger.by_pod.values():
+        fresh.ledger.reserve(held)
+    assert view(binder) == view(fresh)
 
 
 def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
+    binder = extender()
     good, bad = body("nrts", "n0", 0, 1), body("nrts", "n1", 0, 1)
     bad["zones"][0]["resources"][0]["available"] = "lots"  # not a quantity
-    cache.listed("nrts", [bad, good])
-    cache.listed("appgroups", [{"metadata": {"name": "broken", "namespace": "ns"}, "spec": {}}, appgroup("ag", 0)])
-    snap = cache.snapshot()
+    binder.store.listed("nrts", [bad, good])
+    broken = {"metadata": {"name": "broken", "namespace": "ns"}, "spec": {}}
+    binder.store.listed("appgroups", [broken, appgroup("ag", 0)])
+    snap = binder.snapshot()
     assert set(snap.nrts) == {"n0"}  # n1 fails every pod, saying why (snap.invalid)
     assert set(snap.appgroups) == {("ns", "ag")}
     fixed = body("nrts", "n1", 0, 2)
-    cache.event("nrts", "MODIFIED", fixed)
-    assert set(cache.snapshot().nrts) == {"n0", "n1"}
+    binder.store.event("nrts", "MODIFIED", fixed)
+    assert set(binder.snapshot().nrts) == {"n0", "n1"}
 
 
 @pytest.mark.parametrize(
@@ -132,15 +138,15 @@ def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
 def test_a_pod_being_bound_counts_as_placed_until_the_watch_shows_it(
     then: str, placed: list[Placed], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cache = ClusterCache(weights_name="NetperfCosts")
+    binder = extender()
     for kind in KINDS:
-        cache.listed(kind, [])
-    cache.binding("ns/p-x", Placed("ns", "n2", "ag", "a"))
+        binder.store.listed(kind, [])
+    binder.binding["ns/p-x"] = (Placed("ns", "n2", "ag", "a"), time.monotonic())
     if then == "watch-shows-it-bound":
-        cache.event("pods", "ADDED", dict(body("pods", "x", 2, 2)))
+        binder.store.event("pods", "ADDED", dict(body("pods", "x", 2, 2)))
     elif then == "bind-failed":
-        cache.not_binding("ns/p-x")
+        binder.binding.pop("ns/p-x")
     elif then == "never-seen":
         later = time.monotonic() + BINDING_SECONDS + 1
         monkeypatch.setattr(time, "monotonic", lambda: later)
-    assert cache.snapshot().placed == placed
+    assert binder.snapshot().placed == placed

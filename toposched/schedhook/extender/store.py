@@ -1,0 +1,171 @@
+"""The objects placement reads, as the watches deliver them: nodes, NRTs, AppGroups, NetworkTopologies
+and bound pods, as plain dicts, with what changed since each reader last looked.
+
+``extender.feed`` fills it (``listed`` after a list, ``event`` per watch event). Readers -- the
+snapshot builder, the binder -- take the keys changed since their last look from a ``Changes`` of
+their own, and the pods bound to each node from ``BoundPods``, an index kept in step here.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from toposched.schedhook.placement.model import Placed, Pod
+from toposched.schedhook.placement.parse import placed_pod, pod_from_spec
+
+logger = logging.getLogger(__name__)
+KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods")
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+class Changes:
+    """The keys of some kinds changed since the last ``take`` (None: the kind was listed afresh)."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self._changed: dict[str, set[str] | None] = dict.fromkeys(kinds)
+
+    def mark(self, kind: str, key: str | None) -> None:
+        """``key`` of ``kind`` changed (None: any may have)."""
+        if kind not in self._changed:
+            return
+        if key is None:
+            self._changed[kind] = None
+        elif (changed := self._changed[kind]) is not None:
+            changed.add(key)
+
+    def take(self) -> dict[str, set[str] | None]:
+        taken, self._changed = self._changed, {kind: set() for kind in self._changed}
+        return taken
+
+
+class BoundPods:
+    """The pods bound to each node, oldest bind first, as placement and the fingerprints count them."""
+
+    def __init__(self) -> None:
+        self.placed: dict[str, Placed] = {}
+        """Pod key -> where it runs (pods holding something on a node)."""
+        self.on: dict[str, dict[str, tuple[str, str, Pod]]] = {}
+        """Node -> pod key -> (namespace, name, requests), in bind order."""
+        self.version: dict[str, int] = {}
+        """Node -> bumped whenever its pods change."""
+        self._node_of: dict[str, str] = {}
+        self.ended: set[str] = set()
+        """Keys of pods deleted or finished since the binder last took them."""
+
+    def clear(self) -> None:
+        for node in self.on:
+            self.version[node] = self.version.get(node, 0) + 1
+        self.placed, self.on, self._node_of = {}, {}, {}
+
+    def apply(self, key: str, pod: dict[str, Any] | None) -> None:
+        """The pod ``key`` is now ``pod`` (None: deleted)."""
+        placed = placed_pod(pod) if pod is not None else None
+        if placed is None:  # deleted or finished: it holds nothing any more
+            self.placed.pop(key, None)
+            self.ended.add(key)
+        else:
+            self.placed[key] = placed
+        node = placed.node if placed is not None else None
+        before = self._node_of.get(key)
+        if before == node:
+            return
+        if before is not None:
+            self.on.get(before, {}).pop(key, None)
+            self.version[before] = self.version.get(before, 0) + 1
+            del self._node_of[key]
+        if node is not None and pod is not None:
+            meta = pod["metadata"]
+            try:
+                requests = pod_from_spec(pod.get("spec") or {})
+            except ValueError as exc:  # bound anyway (by someone else): it only counts less exactly
+                logger.warning("pod %s: %s; counted without its requests", key, exc)
+                requests = Pod(())
+            self.on.setdefault(node, {})[key] = (meta.get("namespace", ""), meta["name"], requests)
+            self._node_of[key] = node
+            self.version[node] = self.version.get(node, 0) + 1
+
+    def take_ended(self) -> set[str]:
+        ended, self.ended = self.ended, set()
+        return ended
+
+
+class ObjectStore:
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KINDS}
+        self.pods = BoundPods()
+        self.nrt_updated: dict[str, float] = {}
+        """Node -> when a watch event last changed its NRT (monotonic clock; a list says nothing of when)."""
+        self.synced = asyncio.Event()
+        """Every kind has been listed once: the store shows the whole cluster."""
+        self._synced_kinds: set[str] = set()
+        self._readers: list[Changes] = []
+
+    def changes(self, kinds: Iterable[str]) -> Changes:
+        """A reader's own record of the keys of ``kinds`` changed from now on."""
+        reader = Changes(kinds)
+        self._readers.append(reader)
+        return reader
+
+    def listed(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """Replace every object of ``kind`` (a list, on start and after a failed watch)."""
+        store = self.objects[kind]
+        store.clear()
+        for item in items:
+            store[object_key(item)] = item
+        if kind == "pods":
+            gone = set(self.pods.placed)
+            self.pods.clear()
+            for key, pod in store.items():
+                self.pods.apply(key, pod)
+            self.pods.ended |= gone - set(self.pods.placed)
+        for reader in self._readers:
+            reader.mark(kind, None)
+
+    def event(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+        """Apply one watch event (ADDED, MODIFIED or DELETED)."""
+        store = self.objects[kind]
+        key = object_key(obj)
+        if type_ == "DELETED":
+            store.pop(key, None)
+            if kind == "pods":
+                self.pods.apply(key, None)
+        elif type_ in ("ADDED", "MODIFIED"):
+            old = store.get(key)
+            store[key] = obj
+            if kind == "nodes" and old is not None and _node_signature(old) == _node_signature(obj):
+                return  # a heartbeat: nothing placement reads has changed
+            if kind == "pods":
+                self.pods.apply(key, obj)
+        else:
+            return
+        if kind == "nrts":
+            self.nrt_updated[key.partition("/")[2]] = time.monotonic()
+        for reader in self._readers:
+            reader.mark(kind, key)
+
+    def mark_synced(self, kind: str) -> bool:
+        """The first list of ``kind`` is in; True once every kind's is."""
+        self._synced_kinds.add(kind)
+        return len(self._synced_kinds) == len(self.objects)
+
+    def nrt(self, node: str) -> dict[str, Any] | None:
+        return self.objects["nrts"].get(f"/{node}")
+
+    def topology_order(self, namespace: str, name: str) -> dict[str, int] | None:
+        """Workload selector -> index in the AppGroup's status.topologyOrder (None: no AppGroup or no order)."""
+        body = self.objects["appgroups"].get(f"{namespace}/{name}") or {}
+        entries = (body.get("status") or {}).get("topologyOrder") or []
+        try:
+            return {e["workload"]["selector"]: int(e["index"]) for e in entries} or None
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def _node_signature(node: dict[str, Any]) -> tuple[Any, Any]:
+    return (node.get("metadata") or {}).get("labels"), (node.get("status") or {}).get("allocatable")

@@ -10,7 +10,7 @@ from typing import Any
 from kubernetes_asyncio import client, config, watch
 
 from bench.stats import summary
-from testkit.builders import node_body
+from testkit.builders import networktopology_body, node_body
 from testkit.cluster import OperatorProcess, wait_for
 from toposched.apis.constants import WEIGHT_NETPERF
 from toposched.apis.netperf import latency_key, parse
@@ -78,12 +78,7 @@ async def _cluster(kubeconfig: Path, log: Path, nodes: int, zones: int, samples:
         data = measurements(infos, nodes * 5, seed=2)
         cm = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="netperf-metrics"), data=data)
         await core.create_namespaced_config_map(namespace, cm)
-        body = {
-            "apiVersion": f"{G}/{V}",
-            "kind": "NetworkTopology",
-            "metadata": {"name": "net"},
-            "spec": {"configmapName": "netperf-metrics", "weights": []},
-        }
+        body = networktopology_body("net")
         operator = OperatorProcess(kubeconfig, namespace, log, identity="bench-nt", lease="toposched-bench-nt")
         operator.start()
         try:

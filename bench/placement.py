@@ -29,7 +29,7 @@ from bench import optimum, scheduler_plugins
 from bench.harness import Harness, NodeSpec, SetupError
 from bench.realnodes import real_numa_scenarios
 from bench.stats import spread
-from testkit.builders import appgroup_body, member_labels, pod_body
+from testkit.builders import appgroup_body, member_labels, networktopology_body, pod_body
 from testkit.paths import EXAMPLES
 from testkit.simulated_kubelet import GPU, Node, two_numa
 from toposched.apis.appgroup import AppGroup
@@ -256,23 +256,11 @@ def network_topology(namespace: str) -> dict[str, Any]:
         for r in REGIONS
         for i in range(3)
     ]
-    return {
-        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
-        "kind": "NetworkTopology",
-        "metadata": {"name": "bench", "namespace": namespace},
-        "spec": {
-            "configmapName": "netperf-metrics",
-            "weights": [
-                {
-                    "name": "UserDefined",
-                    "topologyList": [
-                        {"topologyKey": REGION_LABEL, "originList": regions},
-                        {"topologyKey": ZONE_LABEL, "originList": zones},
-                    ],
-                }
-            ],
-        },
-    }
+    topology_list = [
+        {"topologyKey": REGION_LABEL, "originList": regions},
+        {"topologyKey": ZONE_LABEL, "originList": zones},
+    ]
+    return networktopology_body("bench", [{"name": "UserDefined", "topologyList": topology_list}], namespace=namespace)
 
 
 def pair_cost(a: tuple[str, str, str], b: tuple[str, str, str]) -> int:

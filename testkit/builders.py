@@ -1,5 +1,5 @@
 """Kubernetes objects as plain dicts, as a client writes them and the API returns them: NRTs,
-AppGroups, pods and nodes for tests and benchmarks.
+AppGroups, NetworkTopologies, pods and nodes for tests and benchmarks.
 
 Each builder makes the common case one call with keyword arguments for what varies; any client
 (``kubernetes_asyncio``, ``toposched.kube``, YAML files for the CLI) takes the result as it is. A
@@ -20,6 +20,7 @@ from toposched.apis.constants import (
     WORKLOAD_LABEL,
     ZONE_LABEL,
 )
+from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 
 Amount = int | str
@@ -166,6 +167,26 @@ def topology_order(order: Sequence[str], kind: str = "Deployment") -> list[dict[
 def member_labels(appgroup: str, workload: str) -> dict[str, str]:
     """The labels that make a pod a member of ``appgroup``'s ``workload``."""
     return {APPGROUP_LABEL: appgroup, WORKLOAD_LABEL: workload}
+
+
+# NetworkTopology --------------------------------------------------------------------------
+
+
+def networktopology_body(
+    name: str,
+    weights: Sequence[Mapping[str, Any]] = (),
+    *,
+    configmap: str = "netperf-metrics",
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    """A NetworkTopology with these ``weights``, whose measured costs come from ``configmap``."""
+    metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {
+        "apiVersion": f"{NetworkTopology.GROUP}/{NetworkTopology.VERSION}",
+        "kind": "NetworkTopology",
+        "metadata": metadata,
+        "spec": {"configmapName": configmap, "weights": [dict(w) for w in weights]},
+    }
 
 
 # Pod and Node -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from testkit.builders import networktopology_body
 from testkit.cluster import OperatorProcess, ensure_kwok_node, wait_for
 from testkit.delay_proxy import DelayProxy
 from testkit.paths import REPO
@@ -177,14 +178,8 @@ async def costs_from_the_operator(api: client.ApiClient, kubeconfig: Path, names
     operator = OperatorProcess(kubeconfig, namespace, log, identity="np", lease="toposched-np")
     operator.start()
     try:
-        body = {
-            "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
-            "kind": "NetworkTopology",
-            "metadata": {"name": "net"},
-            "spec": {"configmapName": "netperf-metrics", "weights": []},
-        }
         await client.CustomObjectsApi(api).create_namespaced_custom_object(
-            "networktopology.diktyo.x-k8s.io", "v1alpha1", namespace, "networktopologies", body
+            "networktopology.diktyo.x-k8s.io", "v1alpha1", namespace, "networktopologies", networktopology_body("net")
         )
         return await wait_for(partial(zone_costs, api, namespace, f"{namespace}-za"), what="zone costs")
     finally:

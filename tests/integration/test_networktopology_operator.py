@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from testkit.builders import appgroup_body, member_labels, pod_body
+from testkit.builders import appgroup_body, member_labels, networktopology_body, pod_body
 from testkit.cluster import (
     crd_without_bounds,
     create_accepted,
@@ -71,12 +71,7 @@ def user_weight(namespace: str) -> dict[str, Any]:
 
 
 async def create_nt(api: client.ApiClient, namespace: str) -> None:
-    body = {
-        "apiVersion": f"{G}/{V}",
-        "kind": "NetworkTopology",
-        "metadata": {"name": "net"},
-        "spec": {"configmapName": "netperf-metrics", "weights": [user_weight(namespace)]},
-    }
+    body = networktopology_body("net", [user_weight(namespace)])
     await client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, namespace, P, body)
 
 
@@ -297,12 +292,7 @@ async def test_an_appgroup_of_1e999999999_bits_is_reported_and_costs_go_on(
 @pytest.mark.usefixtures("operator", "nodes")
 async def test_a_configmap_name_no_configmap_can_have_is_said_so(api: client.ApiClient, namespace: str) -> None:
     """Upstream's own example names netperfMetrics: the CRD takes it; the status says what is wrong."""
-    body = {
-        "apiVersion": f"{G}/{V}",
-        "kind": "NetworkTopology",
-        "metadata": {"name": "net"},
-        "spec": {"configmapName": "netperfMetrics", "weights": [user_weight(namespace)]},
-    }
+    body = networktopology_body("net", [user_weight(namespace)], configmap="netperfMetrics")
     await client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, namespace, P, body)
 
     async def said() -> Any:

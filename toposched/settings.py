@@ -1,7 +1,7 @@
 """A command's settings: its flag, else its environment variable, else its default.
 
-Each component declares its settings once, as a frozen dataclass whose fields carry their
-default and, in ``Annotated`` metadata, a ``Setting``: the flags and variables the value may come
+Each component declares its settings once, as a frozen dataclass (a ``Settings``) whose fields
+carry their default and, in ``Annotated`` metadata, a ``Setting``: the flags and variables the value may come
 from and its help. ``add_arguments`` turns them into argparse flags whose help names the variables
 and the default; ``build`` resolves every field: a flag given on the command line wins, then the
 first of its variables that is set, then the field's default. An empty flag or variable (a chart
@@ -21,7 +21,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
 
@@ -63,8 +63,8 @@ class _Field:
     switch: bool
     """A bool with a flag: the flag takes no value."""
     repeated: bool
-    default: Any
-    """As --help shows it (None: not shown)."""
+    shown: Any
+    """The default as --help gives it (None: not at all)."""
 
     def read(self, variable: str, text: str) -> Any:
         choices = self.setting.choices
@@ -77,13 +77,11 @@ class _Field:
             raise SettingsError(f"${variable}: invalid {self.parse.__name__} value: {text!r}") from None
         return (value,) if self.repeated else value
 
-    def described(self, with_variables: bool = True) -> str:
-        told = []
-        variables = self.setting.env if with_variables else self.setting.env[1:]
-        if variables:
-            told.append(("" if with_variables else "else ") + ", else ".join(f"${v}" for v in variables))
-        if not self.switch and self.default not in (None, (), ""):
-            told.append(f"default: {_shown(self.default)}")
+    def described(self, variables: tuple[str, ...], lead: str = "") -> str:
+        """The help, with ``variables`` and the default: ``a port ($PORT; default: 8080)``."""
+        told = [lead + ", else ".join(f"${v}" for v in variables)] if variables else []
+        if not self.switch and self.shown not in (None, (), ""):
+            told.append(f"default: {_shown(self.shown)}")
         return f"{self.setting.help} ({'; '.join(told)})" if told else self.setting.help
 
 
@@ -129,7 +127,7 @@ def _fields(cls: type) -> list[_Field]:
         if setting is None:
             continue  # not a setting: always its default
         parse, repeated = _reader(typing.get_args(hint)[0])
-        default = setting.shown if setting.shown is not None else f.default
+        shown = setting.shown if setting.shown is not None else f.default  # MISSING: a default_factory
         switch = parse is boolean and bool(setting.flags)
         found.append(
             _Field(
@@ -138,7 +136,7 @@ def _fields(cls: type) -> list[_Field]:
                 setting.parse or parse,
                 switch,
                 repeated,
-                None if default is dataclasses.MISSING else default,
+                None if shown is dataclasses.MISSING else shown,
             )
         )
     return found
@@ -150,9 +148,10 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     for f in _fields(cls):
         flags = f.setting.flags
         if not flags:
-            unflagged.append(f"  ${f.setting.env[0]:<35} {f.described(with_variables=False)}")
+            first, *others = f.setting.env
+            unflagged.append(f"  ${first:<35} {f.described(tuple(others), lead='else ')}")
             continue
-        kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": f.described()}
+        kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": f.described(f.setting.env)}
         if f.switch:
             kwargs["action"] = "store_true"
         else:
@@ -185,3 +184,21 @@ def build(cls: type[T], args: argparse.Namespace | None, environ: Mapping[str, s
                 values[f.name] = f.read(variable, text)
                 break
     return cls(**values)
+
+
+class Settings:
+    """The base of a component's settings dataclass."""
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser, cls)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The command's flags, then the environment, then the defaults."""
+        return build(cls, args)
+
+    @classmethod
+    def from_env(cls) -> Self:
+        """The environment, then the defaults (no flags: under ``kopf run``)."""
+        return build(cls, None)

@@ -8,10 +8,7 @@ import pytest
 import yaml
 
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
-from toposched.cli import COMMANDS, build_parser, main
-from toposched.exporter.settings import ExporterSettings
-from toposched.operators.settings import OperatorSettings
-from toposched.schedhook.settings import SchedhookSettings
+from toposched.cli import COMMANDS, main
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,48 +113,27 @@ def test_schedhook_refuses_to_serve_the_extender_without_tls(
     assert "the extender serves HTTPS to kube-scheduler only" in capsys.readouterr().err
 
 
-IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
-SETTINGS = {"operator": OperatorSettings, "exporter": ExporterSettings, "schedhook": SchedhookSettings}
-
-
 @pytest.mark.parametrize(
-    ("argv", "environment", "expected"),
+    ("command", "variables"),
     [
-        pytest.param(
-            ["schedhook"], {}, {"address": "127.0.0.1", "metrics_address": "127.0.0.1"}, id="schedhook-outside"
+        (
+            "operator",
+            ["TOPOSCHED_METRICS_PORT", "TOPOSCHED_METRICS_ADDRESS", "TOPOSCHED_LEASE_NAMESPACE", "POD_NAMESPACE"],
         ),
-        pytest.param(["schedhook"], IN_A_POD, {"address": "0.0.0.0"}, id="schedhook-in-a-pod"),
-        pytest.param(["schedhook", "--address", "127.0.0.1"], IN_A_POD, {"address": "127.0.0.1"}, id="schedhook-told"),
-        pytest.param(
-            ["schedhook", "--metrics-address", "::1"], {}, {"metrics_address": "::1"}, id="schedhook-metrics-told"
+        (
+            "exporter",
+            ["NODE_NAME", "TOPOSCHED_NODE", "TOPOSCHED_SYSFS", "TOPOSCHED_PERIOD", "TOPOSCHED_HEALTH_ADDRESS"],
         ),
-        pytest.param(
-            ["schedhook", "--webhook-address", "10.0.0.5"],
-            {},
-            {"address": "127.0.0.1", "webhook_address": "10.0.0.5"},
-            id="schedhook-webhooks-told",
-        ),
-        pytest.param(
-            ["exporter"], IN_A_POD, {"metrics_address": "127.0.0.1", "health_address": "127.0.0.1"}, id="exporter"
-        ),
-        pytest.param(
-            ["exporter"],
-            {"TOPOSCHED_METRICS_ADDRESS": "10.0.0.5", "TOPOSCHED_HEALTH_ADDRESS": "10.0.0.5"},
-            {"metrics_address": "10.0.0.5", "health_address": "10.0.0.5"},
-            id="exporter-told-by-environment",
-        ),
-        pytest.param(["operator", "--metrics-address", "::"], {}, {"metrics_address": "::"}, id="operator-told"),
+        ("netperf", ["NODE_NAME", "POD_NAMESPACE"]),
+        ("schedhook", ["TOPOSCHED_ADDRESS", "TOPOSCHED_NUMA_STRATEGY", "TOPOSCHED_EXTENDER_CLIENT_NAME"]),
     ],
 )
-def test_listen_addresses(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], environment: dict[str, str], expected: dict[str, object]
-) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    for key, value in environment.items():
-        monkeypatch.setenv(key, value)
-    args = build_parser(argv[0]).parse_args(argv)
-    settings = SETTINGS[argv[0]].from_args(args)
-    assert {key: getattr(settings, key) for key in expected} == expected
+def test_help_names_the_variables(capsys: pytest.CaptureFixture[str], command: str, variables: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    for variable in variables:
+        assert f"${variable}" in out
 
 
 @pytest.mark.parametrize("command", ["operator", "schedhook"])

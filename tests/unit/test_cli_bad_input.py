@@ -228,3 +228,77 @@ def test_nrt_refinements_that_are_garbage_are_warnings_and_never_published(
     for zone in nrt["zones"]:
         assert all(10 <= cost["value"] <= 255 for cost in zone.get("costs") or [])
         assert all(not r["name"].startswith("hugepages-0") for r in zone["resources"])
+
+
+TLS = ["--tls-cert", "c.pem", "--tls-key", "k.pem", "--extender-client-ca", "ca.pem"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "variable", "value", "message"),
+    [
+        (["operator"], "TOPOSCHED_METRICS_PORT", "x", "invalid int value: 'x'"),
+        (["operator"], "TOPOSCHED_LEADER_ELECTION", "perhaps", "invalid boolean value: 'perhaps'"),
+        (["operator"], "TOPOSCHED_COALESCE_SECONDS", "soon", "invalid float value: 'soon'"),
+        (["exporter", "--node", "n"], "TOPOSCHED_PERIOD", "often", "invalid float value: 'often'"),
+        (
+            ["exporter", "--node", "n"],
+            "TOPOSCHED_FINGERPRINT_METHOD",
+            "some",
+            "invalid choice: 'some' (choose from 'all', 'with-exclusive-resources')",
+        ),
+        (["schedhook", *TLS], "TOPOSCHED_PORT", "https", "invalid int value: 'https'"),
+        (["schedhook", *TLS], "TOPOSCHED_MISSING_NRT", "skip", "invalid choice: 'skip' (choose from 'pass', 'fail')"),
+    ],
+    ids=[
+        "operator-port",
+        "operator-boolean",
+        "operator-seconds",
+        "exporter-period",
+        "exporter-choice",
+        "schedhook-port",
+        "schedhook-choice",
+    ],
+)
+def test_a_variable_that_cannot_be_read_is_one_line_naming_it_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    variable: str,
+    value: str,
+    message: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"toposched {argv[0]}: ${variable}: {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["exporter", "--period", "often"], "argument --period: invalid float value: 'often'"),
+        (["netperf", "--interval", "hourly"], "argument --interval: invalid float value: 'hourly'"),
+        (["schedhook", "--route-label", "team"], "argument --route-label: invalid label value: 'team'"),
+        (
+            ["schedhook", "--missing-nrt", "skip"],
+            "argument --missing-nrt: invalid choice: 'skip' (choose from 'pass', 'fail')",
+        ),
+        (["operator", "--namespace"], "argument -n/--namespace: expected one argument"),
+    ],
+    ids=["exporter-period", "netperf-interval", "schedhook-label", "schedhook-choice", "operator-namespace"],
+)
+def test_a_bad_flag_is_argparse_s_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"toposched {argv[0]}: error: {message}"
+
+
+@pytest.mark.parametrize("command", ["exporter", "netperf"])
+def test_a_node_daemon_without_a_node_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    for variable in ("NODE_NAME", "TOPOSCHED_NODE"):
+        monkeypatch.delenv(variable, raising=False)
+    assert run(capsys, command) == (1, "", f"toposched {command}: --node or $NODE_NAME is required\n")

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Self
 
-from toposched import settings
-from toposched.settings import Setting
+from toposched.settings import Setting, Settings
 
 FINGERPRINT_METHODS = ("all", "with-exclusive-resources")
 
 
 @dataclass(frozen=True)
-class ExporterSettings:
+class ExporterSettings(Settings):
     node: Annotated[str, Setting("--node", env=("NODE_NAME", "TOPOSCHED_NODE"), help="node name")] = ""
     sysfs: Annotated[Path, Setting("--sysfs", env="TOPOSCHED_SYSFS", help="what stands for /sys")] = Path("/sys")
     kubelet_config: Annotated[
@@ -64,13 +63,9 @@ class ExporterSettings:
     min_write_interval: float = 1.0
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        settings.add_arguments(parser, cls)
-
-    @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:
         """The flags, then the environment. A kubelet config file that does not exist means the
         kubelet's defaults, and List is never polled more than 10 times a second."""
-        found = settings.build(cls, args)
+        found = super().from_args(args)
         kubelet_config = found.kubelet_config if found.kubelet_config and found.kubelet_config.exists() else None
         return dataclasses.replace(found, kubelet_config=kubelet_config, list_interval=max(0.1, found.list_interval))

@@ -1,15 +1,13 @@
 """The prober's settings: ``toposched netperf``'s flags, else the pod's variables, else defaults."""
 
-import argparse
 from dataclasses import dataclass
-from typing import Annotated, Self
+from typing import Annotated
 
-from toposched import settings
-from toposched.settings import Setting
+from toposched.settings import Setting, Settings
 
 
 @dataclass(frozen=True)
-class ProberSettings:
+class ProberSettings(Settings):
     node: Annotated[str, Setting("--node", env="NODE_NAME", help="this node's name")] = ""
     namespace: Annotated[str, Setting("--namespace", env="POD_NAMESPACE", help="ConfigMap namespace")] = "default"
     configmap: Annotated[str, Setting("--configmap", help="ConfigMap to write")] = "netperf-metrics"
@@ -20,11 +18,3 @@ class ProberSettings:
     once: Annotated[bool, Setting("--once", help="measure one round and exit")] = False
     control_port: Annotated[int, Setting("--control-port", help="netserver's control port")] = 12865
     data_port: Annotated[int, Setting("--data-port", help="netserver's data port, fixed for firewalls")] = 12866
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        settings.add_arguments(parser, cls)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Self:
-        return settings.build(cls, args)

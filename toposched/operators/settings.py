@@ -4,15 +4,13 @@ Under ``kopf run -m toposched.operators.main`` there are no flags of ours (Kopf'
 namespaces, the liveness endpoint and verbosity), and the settings come from the environment only.
 """
 
-import argparse
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Annotated, Self
+from typing import Annotated
 
-from toposched import settings
 from toposched.listeners import default_address
-from toposched.settings import Setting
+from toposched.settings import Setting, Settings
 
 
 def _identity() -> str:
@@ -20,7 +18,7 @@ def _identity() -> str:
 
 
 @dataclass(frozen=True)
-class OperatorSettings:
+class OperatorSettings(Settings):
     namespaces: Annotated[
         tuple[str, ...],
         Setting(
@@ -73,17 +71,3 @@ class OperatorSettings:
     resync_seconds: Annotated[
         float, Setting(env="TOPOSCHED_RESYNC_SECONDS", help="recompute every NetworkTopology this often")
     ] = 300.0
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        settings.add_arguments(parser, cls)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Self:
-        """``toposched operator``: its flags, then the environment."""
-        return settings.build(cls, args)
-
-    @classmethod
-    def from_env(cls) -> Self:
-        """``kopf run -m``: the environment only."""
-        return settings.build(cls, None)

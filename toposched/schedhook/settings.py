@@ -5,10 +5,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Annotated, Self
 
-from toposched import settings
 from toposched.apis.constants import WEIGHT_NETPERF
 from toposched.listeners import default_address
-from toposched.settings import Setting
+from toposched.settings import Setting, Settings
 
 DEFAULT_CLIENT = "toposched-scheduler"
 """The common name of kube-scheduler's client certificate in the chart (of a release named toposched)."""
@@ -23,7 +22,7 @@ def label(text: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class SchedhookSettings:
+class SchedhookSettings(Settings):
     address: Annotated[
         str,
         Setting(
@@ -143,14 +142,10 @@ class SchedhookSettings:
     ] = "pass"
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        settings.add_arguments(parser, cls)
-
-    @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:
         """The flags, then the environment; the addresses and the extender's key pair not given
         are --address and the webhooks' key pair."""
-        found = settings.build(cls, args)
+        found = super().from_args(args)
         return dataclasses.replace(
             found,
             metrics_address=found.metrics_address or found.address,

@@ -2,19 +2,12 @@
 
 import os
 import socket
+from collections.abc import Callable
 
 import pytest
 
-from toposched.cli import build_parser, main
 from toposched.operators.settings import OperatorSettings
-
-VARIABLES = ("KUBERNETES_SERVICE_HOST", "POD_NAMESPACE")
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [*VARIABLES, *(n for n in os.environ if n.startswith("TOPOSCHED_"))]:
-        monkeypatch.delenv(name, raising=False)
+from toposched.settings import Settings
 
 
 @pytest.mark.parametrize(
@@ -90,40 +83,13 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_flags_then_variables_then_defaults(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], environ: dict[str, str], expected: dict[str, object]
+    command_settings: Callable[..., Settings], argv: list[str], environ: dict[str, str], expected: dict[str, object]
 ) -> None:
-    for name, value in environ.items():
-        monkeypatch.setenv(name, value)
-    found = OperatorSettings.from_args(build_parser("operator").parse_args(["operator", *argv]))
+    found = command_settings("operator", argv, environ)
     assert {name: getattr(found, name) for name in expected} == expected
-    if not argv:  # `kopf run -m`: the same from the environment alone
-        assert OperatorSettings.from_env() == found
 
 
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        ("TOPOSCHED_METRICS_PORT", "x", "$TOPOSCHED_METRICS_PORT: invalid int value: 'x'"),
-        ("TOPOSCHED_LEADER_ELECTION", "perhaps", "$TOPOSCHED_LEADER_ELECTION: invalid boolean value: 'perhaps'"),
-        ("TOPOSCHED_COALESCE_SECONDS", "soon", "$TOPOSCHED_COALESCE_SECONDS: invalid float value: 'soon'"),
-    ],
-)
-def test_a_bad_variable_is_one_line_and_exit_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, value: str, message: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    assert main(["operator"]) == 2
-    assert capsys.readouterr().err == f"toposched operator: {message}\n"
-
-
-def test_help_names_every_variable(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["operator", "--help"])
-    out = capsys.readouterr().out
-    for variable in (
-        "TOPOSCHED_METRICS_PORT",
-        "TOPOSCHED_METRICS_ADDRESS",
-        "TOPOSCHED_LEASE_NAMESPACE",
-        "POD_NAMESPACE",
-    ):
-        assert f"${variable}" in out
+def test_under_kopf_run_the_environment_alone(command_settings: Callable[..., Settings]) -> None:
+    environ = {"TOPOSCHED_METRICS_PORT": "0", "POD_NAMESPACE": "toposched", "TOPOSCHED_IDENTITY": "pod-1"}
+    from_the_command = command_settings("operator", [], environ)
+    assert OperatorSettings.from_env() == from_the_command

@@ -1,20 +1,13 @@
 """SchedhookSettings: `toposched schedhook`'s flags, else TOPOSCHED_* variables, else defaults."""
 
-import os
+from collections.abc import Callable
 
 import pytest
 
-from toposched.cli import build_parser, main
-from toposched.schedhook.settings import DEFAULT_CLIENT, SchedhookSettings
+from toposched.schedhook.settings import DEFAULT_CLIENT
+from toposched.settings import Settings
 
 IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
-TLS = ["--tls-cert", "c.pem", "--tls-key", "k.pem", "--extender-client-ca", "ca.pem"]
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ["KUBERNETES_SERVICE_HOST", *(n for n in os.environ if n.startswith("TOPOSCHED_"))]:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +48,12 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             {"TOPOSCHED_ADDRESS": "10.0.0.1", "TOPOSCHED_METRICS_ADDRESS": "::1"},
             {"address": "10.0.0.1", "metrics_address": "::1", "webhook_address": "10.0.0.1"},
             id="addresses-from-variables",
+        ),
+        pytest.param(
+            ["--metrics-address", "::1"],
+            {"TOPOSCHED_METRICS_ADDRESS": "10.0.0.9"},
+            {"address": "127.0.0.1", "metrics_address": "::1"},
+            id="metrics-told",
         ),
         pytest.param(
             ["--webhook-address", "10.0.0.5"],
@@ -109,51 +108,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_flags_then_variables_then_defaults(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], environ: dict[str, str], expected: dict[str, object]
+    command_settings: Callable[..., Settings], argv: list[str], environ: dict[str, str], expected: dict[str, object]
 ) -> None:
-    for name, value in environ.items():
-        monkeypatch.setenv(name, value)
-    found = SchedhookSettings.from_args(build_parser("schedhook").parse_args(["schedhook", *argv]))
+    found = command_settings("schedhook", argv, environ)
     assert {name: getattr(found, name) for name in expected} == expected
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        ("TOPOSCHED_PORT", "https", "$TOPOSCHED_PORT: invalid int value: 'https'"),
-        ("TOPOSCHED_BIND_WAIT", "short", "$TOPOSCHED_BIND_WAIT: invalid float value: 'short'"),
-        (
-            "TOPOSCHED_MISSING_NRT",
-            "skip",
-            "$TOPOSCHED_MISSING_NRT: invalid choice: 'skip' (choose from 'pass', 'fail')",
-        ),
-    ],
-)
-def test_a_bad_variable_is_one_line_and_exit_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, value: str, message: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    assert main(["schedhook", *TLS]) == 2
-    assert capsys.readouterr().err == f"toposched schedhook: {message}\n"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--route-label", "team"], "argument --route-label: invalid label value: 'team'"),
-        (["--missing-nrt", "skip"], "argument --missing-nrt: invalid choice: 'skip' (choose from 'pass', 'fail')"),
-    ],
-)
-def test_a_bad_flag_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main(["schedhook", *argv])
-    assert caught.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"toposched schedhook: error: {message}"
-
-
-def test_help_names_the_variables(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["schedhook", "--help"])
-    out = " ".join(capsys.readouterr().out.split())
-    for variable in ("TOPOSCHED_ADDRESS", "TOPOSCHED_NUMA_STRATEGY", "TOPOSCHED_EXTENDER_CLIENT_NAME"):
-        assert f"${variable}" in out

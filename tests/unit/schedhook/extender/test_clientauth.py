@@ -1,14 +1,12 @@
 """Only kube-scheduler's client certificate reaches the extender's verbs; the probes stay open."""
 
-import shutil
 import ssl
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 
-from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
-from testkit.cluster import skip_or_fail
+from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI
 from testkit.extender import REFUSED, call
 from testkit.nrt import POD
 from toposched.schedhook.extender.binder import Binder
@@ -17,13 +15,6 @@ from toposched.schedhook.extender.server import Extender
 from toposched.schedhook.extender.store import ObjectStore
 
 BODY = {"Pod": POD, "NodeNames": ["n0"], "PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "n0"}
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> ExtenderPKI:
-    if shutil.which("openssl") is None:
-        skip_or_fail("the certificates are made with openssl: run `make test-tools`")
-    return extender_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture

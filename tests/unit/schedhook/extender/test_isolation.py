@@ -7,9 +7,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testkit.builders import appgroup_body, member_labels, networktopology_body, pod_body, topology_order
 from testkit.extender import in_process
 from testkit.fuzz import mutate_tree
-from testkit.nrt import POD, nrt
+from testkit.nrt import nrt
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.parse import from_nrt, node_allocatable, node_location
@@ -18,17 +19,12 @@ NAMES = [f"n{i}" for i in range(5)]
 KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods")
 ANSWER = ("fit", "reason", "zones", "numa")
 NUMA = ("numa",)  # the zones of a node that fails are not shown
-WORKLOAD = {"kind": "Deployment", "apiVersion": "apps/v1"}
 
 
 def appgroup(namespace: str) -> dict[str, Any]:
-    a, b = ({**WORKLOAD, "name": w, "selector": w} for w in "ab")
-    workloads = [{"workload": a, "dependencies": [{"workload": b, "minBandwidth": "1Gi", "maxNetworkCost": 20}]}]
-    return {
-        "metadata": {"name": "ag", "namespace": namespace},
-        "spec": {"numMembers": 2, "workloads": [*workloads, {"workload": b}]},
-        "status": {"topologyOrder": [{"workload": b, "index": 1}, {"workload": a, "index": 2}]},
-    }
+    workloads = {"a": [("b", {"maxNetworkCost": 20})], "b": []}
+    body = appgroup_body("ag", workloads, api_version="apps/v1", namespace=namespace, min_bandwidth="1Gi")
+    return body | {"status": {"topologyOrder": topology_order(["b", "a"])}}
 
 
 def topology(namespace: str) -> dict[str, Any]:
@@ -37,12 +33,29 @@ def topology(namespace: str) -> dict[str, Any]:
     weights = [
         {"name": "UserDefined", "topologyList": [{"topologyKey": "topology.kubernetes.io/zone", "originList": origins}]}
     ]
-    return {"metadata": {"name": "nt", "namespace": namespace}, "spec": {"configmapName": "m", "weights": weights}}
+    return networktopology_body("nt", weights, configmap="m", namespace=namespace)
+
+
+def pod(name: str, namespace: str, uid: str, workload: str | None = None, node: str | None = None) -> dict[str, Any]:
+    """A pod asking for what testkit's POD asks, of AppGroup ag's ``workload`` and bound to ``node``
+    if given."""
+    return pod_body(
+        name,
+        namespace=namespace,
+        uid=uid,
+        labels=member_labels("ag", workload) if workload else None,
+        node_name=node,
+        cpu=8,
+        memory="16Gi",
+        devices={"example.com/nic": 1},
+    )
 
 
 def cluster() -> dict[str, list[dict[str, Any]]]:
     """Two namespaces: the pod under test lives in ``a``; ``b`` holds objects that must not matter to it."""
     rng = random.Random(5)
+    # Written out: node_body would copy the allocatable to a capacity nothing reads, where much of
+    # the garbage meant for the nodes would land.
     nodes = [
         {
             "metadata": {"name": n, "labels": {"topology.kubernetes.io/zone": f"z{i % 2}"}},
@@ -50,17 +63,9 @@ def cluster() -> dict[str, list[dict[str, Any]]]:
         }
         for i, n in enumerate(NAMES)
     ]
-    pods = []
-    for namespace, node in (("a", "n1"), ("b", "n3")):
-        pod = copy.deepcopy(POD)
-        pod["metadata"] = {
-            "name": f"b-{namespace}",
-            "namespace": namespace,
-            "uid": f"u-{namespace}",
-            "labels": {"appgroup.diktyo.x-k8s.io": "ag", "appgroup.diktyo.x-k8s.io.workload": "b"},
-        }
-        pod["spec"] = {**pod["spec"], "nodeName": node}
-        pods.append(pod)
+    pods = [
+        pod(f"b-{namespace}", namespace, f"u-{namespace}", "b", node) for namespace, node in (("a", "n1"), ("b", "n3"))
+    ]
     return {
         "nodes": nodes,
         "nrts": [nrt(n, rng) for n in NAMES],
@@ -84,17 +89,6 @@ def answers(objects: dict[str, list[dict[str, Any]]], pod: dict[str, Any]) -> di
     for r in results.all():
         out[r.node] = {"fit": r.fit, "reason": r.reason, "zones": r.numa_zones, "numa": r.scores.get("numa")}
     return out
-
-
-def member() -> dict[str, Any]:
-    pod = copy.deepcopy(POD)
-    pod["metadata"] = {
-        "name": "test",
-        "namespace": "a",
-        "uid": "u-test",
-        "labels": {"appgroup.diktyo.x-k8s.io": "ag", "appgroup.diktyo.x-k8s.io.workload": "a"},
-    }
-    return pod
 
 
 def readable(kind: str, body: dict[str, Any]) -> bool:
@@ -147,9 +141,9 @@ def test_garbage_in_one_object_never_changes_the_answers_for_the_others(
         kind == "nodes" and node_location(spoiled) != node_location(victim)
     )
     touched = victim["metadata"]["name"] if kind in ("nodes", "nrts") else None
-    outsider = POD | {"metadata": {**POD["metadata"], "namespace": "a", "uid": "u-test"}}
-    for pod, fields in ((outsider, ANSWER), (member(), NUMA if network_may_change else ANSWER)):
-        before, after = answers(good, pod), answers(bad, pod)
+    outsider, member = pod("p", "a", "u-test"), pod("test", "a", "u-test", "a")
+    for tested, fields in ((outsider, ANSWER), (member, NUMA if network_may_change else ANSWER)):
+        before, after = answers(good, tested), answers(bad, tested)
         for name in NAMES:
             if name != touched:
                 assert {f: after[name][f] for f in fields} == {f: before[name][f] for f in fields}, name

@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testkit.builders import appgroup_body, member_labels, node_body, pod_body
 from testkit.nrt import POD, nrt
+from toposched.apis.constants import APPGROUP_LABEL
+from toposched.kube import rest
+from toposched.kube.credentials import Credentials
 from toposched.schedhook.extender.binder import BINDING_SECONDS, Binder
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.store import ObjectStore
@@ -21,25 +25,25 @@ KINDS = ("nodes", "nrts", "appgroups", "pods")
 
 
 def node(name: str, variant: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": f"z{variant % 3}"}},
-        "status": {"allocatable": {"cpu": str(16 + variant), "memory": "64Gi"}},
-    }
+    return node_body(name, zone=f"z{variant % 3}", allocatable={"cpu": str(16 + variant), "memory": "64Gi"})
 
 
 def appgroup(name: str, variant: int) -> dict[str, Any]:
-    workloads: list[dict[str, Any]] = [
-        {"workload": {"kind": "Deployment", "name": w, "selector": w, "apiVersion": "apps/v1"}} for w in "ab"
-    ]
-    workloads[0]["dependencies"] = [{"workload": workloads[1]["workload"], "maxNetworkCost": 10 + variant}]
-    return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"numMembers": 2, "workloads": workloads}}
+    workloads = {"a": [("b", {"maxNetworkCost": 10 + variant})], "b": []}
+    return appgroup_body(name, workloads, api_version="apps/v1", namespace="ns")
 
 
 def pod(name: str, variant: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"p-{name}", "namespace": "ns", "labels": {"appgroup.diktyo.x-k8s.io": "ag"}},
-        "spec": {"nodeName": NAMES[variant % len(NAMES)], "containers": POD["spec"]["containers"]},
-    }
+    """A pod of AppGroup ag (of no workload) bound to one of the nodes, asking for what POD asks."""
+    return pod_body(
+        f"p-{name}",
+        namespace="ns",
+        labels={APPGROUP_LABEL: "ag"},
+        node_name=NAMES[variant % len(NAMES)],
+        cpu=8,
+        memory="16Gi",
+        devices={"example.com/nic": 1},
+    )
 
 
 def body(kind: str, name: str, variant: int, version: int) -> dict[str, Any]:
@@ -125,6 +129,16 @@ def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
     assert set(binder.snapshot().nrts) == {"n0", "n1"}
 
 
+class Accepting(rest.Kube):
+    """An apiserver that accepts every object created (here, the Binding)."""
+
+    def __init__(self) -> None:
+        super().__init__(Credentials(server="https://apiserver.invalid"))
+
+    async def create(self, url_path: str, body: Any) -> Any:
+        return body
+
+
 @pytest.mark.parametrize(
     ("then", "placed"),
     [
@@ -135,18 +149,19 @@ def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
     ],
     ids=["counts-until-seen", "the-watch-takes-over", "a-failed-bind-drops-it", "expires"],
 )
-def test_a_pod_being_bound_counts_as_placed_until_the_watch_shows_it(
+async def test_a_pod_being_bound_counts_as_placed_until_the_watch_shows_it(
     then: str, placed: list[Placed], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    binder = extender()
+    binder = Binder(ObjectStore(), api=None if then == "bind-failed" else Accepting(), weights_name="NetperfCosts")
     for kind in KINDS:
         binder.store.listed(kind, [])
-    binder.binding["ns/p-x"] = (Placed("ns", "n2", "ag", "a"), time.monotonic())
+    member = pod_body("p-x", namespace="ns", uid="u-x", labels=member_labels("ag", "a"), cpu=1, memory="1Gi")
+    assert (await binder.filter(member, ["n2"])).fitting() == ("n2",)
+    failed = await binder.bind("ns", "p-x", "u-x", "n2")  # without an API client the bind fails
+    assert bool(failed) is (then == "bind-failed")
     if then == "watch-shows-it-bound":
-        binder.store.event("pods", "ADDED", dict(body("pods", "x", 2, 2)))
-    elif then == "bind-failed":
-        binder.binding.pop("ns/p-x")
-    elif then == "never-seen":
-        later = time.monotonic() + BINDING_SECONDS + 1
-        monkeypatch.setattr(time, "monotonic", lambda: later)
+        binder.store.event("pods", "ADDED", body("pods", "x", 2, 2))
+    elif then == "never-seen":  # BINDING_SECONDS later
+        real = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: real() + BINDING_SECONDS + 1)
     assert binder.snapshot().placed == placed

@@ -4,6 +4,7 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.builders import member_labels, node_body, nrt_body, pod_body
 from testkit.paths import EXAMPLES
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
 from toposched.cli import main
@@ -11,43 +12,13 @@ from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate_pod
 from toposched.schedhook.placement.snapshot import Snapshot, snapshot
 
 
-def nrt(name: str, cpus: tuple[int, int], policy: str = "single-numa-node", managers: bool = True) -> dict[str, Any]:
-    attributes = [
-        {"name": "topologyManagerPolicy", "value": policy},
-        {"name": "topologyManagerScope", "value": "container"},
-    ]
-    if managers:
-        attributes += [
-            {"name": "cpuManagerPolicy", "value": "static"},
-            {"name": "memoryManagerPolicy", "value": "None"},
-        ]
-    zones = []
-    for i, cpu in enumerate(cpus):
-        resources = [
-            {"name": "cpu", "capacity": 16, "allocatable": 16, "available": cpu},
-            {"name": "memory", "capacity": "64Gi", "allocatable": "60Gi", "available": "60Gi"},
-        ]
-        zones.append({"name": f"node-{i}", "type": "Node", "resources": resources})
-    return {
-        "apiVersion": "topology.node.k8s.io/v1alpha2",
-        "kind": "NodeResourceTopology",
-        "metadata": {"name": name},
-        "zones": zones,
-        "attributes": attributes,
-    }
+def nrt(name: str, cpus: tuple[int, int], policy: str = "single-numa-node") -> dict[str, Any]:
+    """Two zones of 16 CPUs, ``cpus[i]`` of them free in zone i, and 60 GiB of memory free in each."""
+    return nrt_body(name, [{"cpu": (16, 16, c), "memory": ("64Gi", "60Gi", "60Gi")} for c in cpus], policy=policy)
 
 
 def pod(cpu: int, annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    limits = {"cpu": str(cpu), "memory": "1Gi"}
-    return {
-        "metadata": {"name": "p", "namespace": "default", "annotations": annotations or {}, "labels": labels or {}},
-        "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]},
-    }
-
-
-def node(name: str, region: str, zone: str) -> dict[str, Any]:
-    labels = {"topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}
-    return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": "32", "memory": "128Gi"}}}
+    return pod_body("p", namespace="default", cpu=cpu, memory="1Gi", labels=labels or {}, annotations=annotations or {})
 
 
 def test_reasons_zones_and_scores() -> None:
@@ -80,14 +51,9 @@ def test_pod_policy_annotation() -> None:
 
 
 def test_exclusive_required_avoids_shared_zones() -> None:
-    shared = {
-        "metadata": {
-            "name": "wide",
-            "namespace": "default",
-            "annotations": {NUMA_ZONES_ANNOTATION: '["node-0", "node-1"]'},
-        },
-        "spec": {"nodeName": "n"},
-    }
+    shared = pod_body(
+        "wide", namespace="default", annotations={NUMA_ZONES_ANNOTATION: '["node-0", "node-1"]'}, node_name="n"
+    )
     snap = snapshot(nrts=[nrt("n", (8, 8))], pods=[shared])
     spec = json.dumps({"singleNUMANodeExclusive": "Required"})
     (result,) = evaluate_pod(pod(2, {"scheduling.koordinator.sh/numa-topology-spec": spec}), ["n"], snap)
@@ -95,16 +61,21 @@ def test_exclusive_required_avoids_shared_zones() -> None:
     assert "exclusive" in result.reason
 
 
-def boutique(workload: str, on: str) -> tuple[Snapshot, dict[str, str]]:
+def boutique(workload: str, on: str) -> Snapshot:
     """Nodes a, b (us-west-1, zones z1 and z2) and c (us-east-1), Online Boutique with one pod of
-    ``workload`` bound to node ``on``; and the labels of a member of that AppGroup."""
+    ``workload`` bound to node ``on``."""
     appgroup = yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text())
     appgroup["metadata"]["namespace"] = "default"
     nt = yaml.safe_load((EXAMPLES / "networktopology.yaml").read_text())
-    nodes = [node("a", "us-west-1", "z1"), node("b", "us-west-1", "z2"), node("c", "us-east-1", "z3")]
-    labels = {"appgroup.diktyo.x-k8s.io": "online-boutique", "appgroup.diktyo.x-k8s.io.workload": workload}
-    placed = {"metadata": {"name": f"{workload}-0", "namespace": "default", "labels": labels}, "spec": {"nodeName": on}}
-    snap = snapshot(
+    allocatable = {"cpu": "32", "memory": "128Gi"}
+    nodes = [
+        node_body(name, region=region, zone=zone, allocatable=allocatable)
+        for name, region, zone in [("a", "us-west-1", "z1"), ("b", "us-west-1", "z2"), ("c", "us-east-1", "z3")]
+    ]
+    placed = pod_body(
+        f"{workload}-0", namespace="default", labels=member_labels("online-boutique", workload), node_name=on
+    )
+    return snapshot(
         nodes=nodes,
         nrts=[nrt(n, (8, 8)) for n in "abc"],
         appgroups=[appgroup],
@@ -112,12 +83,11 @@ def boutique(workload: str, on: str) -> tuple[Snapshot, dict[str, str]]:
         pods=[placed],
         weights_name="UserDefined",
     )
-    return snap, labels
 
 
 def test_network_neighbours_pull_the_pod_close() -> None:
-    snap, labels = boutique("cartservice", on="b")
-    labels = {**labels, "appgroup.diktyo.x-k8s.io.workload": "frontend"}
+    snap = boutique("cartservice", on="b")
+    labels = member_labels("online-boutique", "frontend")
     results = {r.node: r for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, PlacementConfig())}
     # frontend depends on cartservice (on b, zone z2; maxNetworkCost 80): b is best, the other region worst.
     assert results["b"].scores["network"] == 100
@@ -131,10 +101,10 @@ def test_network_neighbours_pull_the_pod_close() -> None:
 def test_a_pod_without_placed_dependencies_joins_its_appgroup(cohesion: bool, best: set[str]) -> None:
     # paymentservice depends on nothing and nothing of it is placed; checkoutservice, which depends
     # on it, is not placed yet either. With cohesion it goes where its AppGroup already runs (b).
-    snap, labels = boutique("redis-cart", on="b")
+    snap = boutique("redis-cart", on="b")
     config = PlacementConfig()
     config.network.cohesion = cohesion
-    labels = {**labels, "appgroup.diktyo.x-k8s.io.workload": "paymentservice"}
+    labels = member_labels("online-boutique", "paymentservice")
     results = {r.node: r.scores["network"] for r in evaluate_pod(pod(2, labels=labels), ["a", "b", "c"], snap, config)}
     assert {n for n, s in results.items() if s == max(results.values())} == best
     if cohesion:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from testkit.builders import nrt_body, pod_body
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.reservations import Reservation
@@ -68,19 +69,16 @@ def test_accounted(attributes: dict[str, str], expected: set[tuple[str, str]] | 
 
 
 def _nrt(rv: str, pods: list[tuple[str, str]] | None) -> dict[str, Any]:
-    attributes = [{"name": "cpuManagerPolicy", "value": "static"}]
-    if pods is not None:
-        attributes.append({"name": "nodeTopologyPodsFingerprint", "value": fingerprint(pods)})
-        attributes.append({"name": "nodeTopologyPodsFingerprintMethod", "value": METHOD_EXCLUSIVE})
-    return {"metadata": {"name": "n", "resourceVersion": rv}, "zones": [], "attributes": attributes}
+    """Node n's NRT at version ``rv``, with the static CPU Manager and the fingerprint of ``pods``
+    (of the exclusive method) unless None."""
+    attributes = published(pods, METHOD_EXCLUSIVE) if pods is not None else {}
+    body = nrt_body("n", [], policy=None, scope=None, memory_manager=None, attributes=attributes)
+    body["metadata"]["resourceVersion"] = rv
+    return body
 
 
-def _bound(name: str) -> dict[str, Any]:
-    limits = {"cpu": "2", "memory": "1Gi"}
-    return {
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"nodeName": "n", "containers": [{"name": "c", "resources": {"limits": limits}}]},
-    }
+def _bound(name: str, uid: str | None = None) -> dict[str, Any]:
+    return pod_body(name, namespace="ns", uid=uid, node_name="n", container="c", cpu=2, memory="1Gi")
 
 
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
@@ -126,7 +124,7 @@ def test_a_reservation_ends_with_its_pod() -> None:
     binder.store.listed("nrts", [_nrt("1", [])])
     pods = {}
     for name in ("deleted", "finished", "running"):
-        pods[name] = _bound(name) | {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}}
+        pods[name] = _bound(name, uid=f"uid-{name}")
         binder.ledger.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
         binder.store.event("pods", "ADDED", pods[name])
     binder.store.event("pods", "DELETED", pods["deleted"])

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testkit.builders import node_body
 from testkit.paths import EXAMPLES, UPSTREAM_FIXTURES
 from toposched.cli import COMMANDS, main
 
@@ -76,13 +77,7 @@ def test_netcost_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
             }
         )
     )
-    nodes = [
-        {
-            "kind": "Node",
-            "metadata": {"name": n, "labels": {"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": z}},
-        }
-        for n, z in [("n1", "a"), ("n2", "b"), ("n3", "c")]
-    ]
+    nodes = [node_body(n, region="r", zone=z) for n, z in [("n1", "a"), ("n2", "b"), ("n3", "c")]]
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump({"kind": "NodeList", "items": nodes}))
     args = ["netcost", "--networktopology", str(EXAMPLES / "networktopology.yaml")]
     args += ["--configmap", str(tmp_path / "cm.yaml"), "--nodes", str(tmp_path / "nodes.yaml"), "-o", "json"]

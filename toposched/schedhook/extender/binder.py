@@ -81,6 +81,7 @@ class Binder:
         self.snapshots = SnapshotBuilder(store, weights_name)
         self.ledger = Ledger(reservation_timeout)
         self.accounting = Accounting(store)
+        self._nrt_changes = store.changes(("nrts",))
         self.filtered: OrderedDict[str, Filtered] = OrderedDict()
         """Per pod uid, the latest filter (at most ``KEEP_RESULTS``)."""
         self.unbound: dict[str, float] = {}
@@ -113,6 +114,9 @@ class Binder:
         """The reservations still held, after ending those of pods deleted or finished, those the
         NRTs now account for and those timed out."""
         self.ledger.release_pods(self.store.pods.take_ended())
+        self.ledger.check_again(self.store.pods.take_moved())
+        nrts = self._nrt_changes.take()["nrts"]
+        self.ledger.check_again(None if nrts is None else [key.partition("/")[2] for key in nrts])
         return self.ledger.live(self.accounting, lambda node: self.store.nrt_updated.get(node, 0.0))
 
     def warm(self) -> None:

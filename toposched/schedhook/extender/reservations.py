@@ -31,9 +31,6 @@ class Reservation:
 
 
 class Accounts(Protocol):
-    def state(self, node: str) -> Hashable:
-        """What ``accounts`` answers for the node depend on."""
-
     def accounts(self, node: str, key: str) -> bool | None:
         """Does the node's NRT account for pod ``key`` (None: it cannot say)?"""
 
@@ -46,19 +43,13 @@ class Accounting:
         self.store = store
         self._accounted: dict[str, tuple[Hashable, frozenset[tuple[str, str]] | None]] = {}
 
-    def state(self, node: str) -> Hashable:
-        """What the answers for ``node`` depend on: its NRT's version and its pods."""
-        body = self.store.nrt(node)
-        version = body["metadata"].get("resourceVersion") if body is not None else None
-        return version, self.store.pods.version.get(node, 0)
-
     def accounts(self, node: str, key: str) -> bool | None:
         """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none."""
         body = self.store.nrt(node)
         if body is None:
             return None
         pods = self.store.pods.on.get(node, {})
-        state = self.state(node)
+        state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0))
         cached = self._accounted.get(node)
         if cached is None or cached[0] != state:
             attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
@@ -78,8 +69,8 @@ class Ledger:
         self.by_pod: dict[str, Reservation] = {}
         """By pod uid, oldest first."""
         self.by_node: dict[str, dict[str, Reservation]] = {}
-        self._checked: dict[str, Hashable] = {}
-        """Node -> the state (``Accounting.state``) its reservations were last checked against."""
+        self._recheck: set[str] | None = None
+        """Nodes whose NRT or pods changed since their reservations were last checked (None: all)."""
         self._stale: set[str] = set()
         """Nodes whose reservations changed since the snapshot builder last took them off the NRTs."""
 
@@ -88,7 +79,7 @@ class Ledger:
         self.release(reservation.pod)
         self.by_pod[reservation.pod] = reservation
         self.by_node.setdefault(reservation.node, {})[reservation.pod] = reservation
-        self._checked.pop(reservation.node, None)
+        self.check_again([reservation.node])
         self._stale.add(reservation.node)
 
     def release(self, pod_uid: str) -> None:
@@ -99,7 +90,6 @@ class Ledger:
             del held[pod_uid]
             if not held:
                 del self.by_node[r.node]
-                self._checked.pop(r.node, None)
 
     def release_pods(self, keys: Iterable[str]) -> None:
         """The pods ``keys`` (namespace/name) were deleted or finished: they hold nothing."""
@@ -107,6 +97,14 @@ class Ledger:
         if ended:
             for uid in [uid for uid, r in self.by_pod.items() if r.key in ended]:
                 self.release(uid)
+
+    def check_again(self, nodes: Iterable[str] | None) -> None:
+        """The NRTs or pods of ``nodes`` changed (None: of any node): look at their reservations
+        again at the next ``live``."""
+        if nodes is None:
+            self._recheck = None
+        elif self._recheck is not None:
+            self._recheck.update(n for n in nodes if n in self.by_node)
 
     def touch(self, node: str) -> None:
         """Have the node's view rebuilt at the next ``take_stale`` (e.g. one call left a pod out)."""
@@ -132,11 +130,9 @@ class Ledger:
             expired.append(uid)
         for uid in expired:
             self.release(uid)
-        for node in list(self.by_node):
-            state = accounting.state(node)
-            if self._checked.get(node) == state:
-                continue
-            self._checked[node] = state
+        nodes = list(self.by_node) if self._recheck is None else [n for n in self._recheck if n in self.by_node]
+        self._recheck = set()
+        for node in nodes:
             for uid, r in list(self.by_node[node].items()):
                 matched = accounting.accounts(r.node, r.key)
                 if matched is None:

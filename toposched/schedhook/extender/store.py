@@ -57,11 +57,14 @@ class BoundPods:
         self._node_of: dict[str, str] = {}
         self.ended: set[str] = set()
         """Keys of pods deleted or finished since the binder last took them."""
+        self.moved: set[str] | None = set()
+        """Nodes whose pods changed since the binder last took them (None: any may have)."""
 
     def clear(self) -> None:
         for node in self.on:
             self.version[node] = self.version.get(node, 0) + 1
         self.placed, self.on, self._node_of = {}, {}, {}
+        self.moved = None
 
     def apply(self, key: str, pod: dict[str, Any] | None) -> None:
         """The pod ``key`` is now ``pod`` (None: deleted)."""
@@ -75,6 +78,9 @@ class BoundPods:
         before = self._node_of.get(key)
         if before == node:
             return
+        for changed in (before, node):
+            if changed is not None and self.moved is not None:
+                self.moved.add(changed)
         if before is not None:
             self.on.get(before, {}).pop(key, None)
             self.version[before] = self.version.get(before, 0) + 1
@@ -93,6 +99,10 @@ class BoundPods:
     def take_ended(self) -> set[str]:
         ended, self.ended = self.ended, set()
         return ended
+
+    def take_moved(self) -> set[str] | None:
+        moved, self.moved = self.moved, set()
+        return moved
 
 
 class ObjectStore:

@@ -193,9 +193,9 @@ class NodeTable:
                 self.reported[self.columns[resource], i] = True
             for resource in zone.available:
                 self.in_available[self.columns[resource], i] = True
-        groups = memory_groups(node)
         self.grouped[:, i] = False
-        if groups:
+        if node.memory_groups or any(zone.memory_cells is not None for zone in node.zones):
+            groups = memory_groups(node)
             self.grouped[: len(node.zones), i] = [zone.numa in groups for zone in node.zones]
         self.zone_count[i] = len(node.zones)
         self.cpu_zones[i] = sum(1 for zone in node.zones if zone.capacity.get(CPU, Decimal(0)) > 0)

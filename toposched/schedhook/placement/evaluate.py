@@ -3,6 +3,7 @@
 Shared by the extender (filter and prioritize), ``toposched explain`` and the benchmarks.
 """
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -327,6 +328,8 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: PlacementConfig) 
 def _one_by_one(
     pod: Pod, pod_policy: PodPolicy, results: Results, which: list[int], snapshot: Snapshot, config: PlacementConfig
 ) -> None:
+    weights = tuple(sorted(config.resource_weights.items()))
+    known = results.table.verdicts((pod.shape, pod_policy.policy, config.numa_strategy, weights))
     for i in which:
         name = results.names[i]
         nrt = snapshot.nrts.get(name)
@@ -336,30 +339,45 @@ def _one_by_one(
             else:
                 results.fail(i, "no NodeResourceTopology for this node")
             continue
-        try:
-            policy = effective_policy(pod_policy, nrt.policy)
-        except PolicyError as exc:
-            results.fail(i, str(exc))
+        seen = known.get(name)
+        if seen is not None and seen[0]() is nrt:
+            outcome: _Outcome = seen[1]
+        else:
+            outcome = _predict(pod, pod_policy, nrt, config)
+            known[name] = (weakref.ref(nrt), outcome)
+        if isinstance(outcome, str):
+            results.fail(i, outcome)
             continue
-        node = nrt if policy == nrt.policy else replace(nrt, policy=policy)
-        verdict = predict(node, pod)
-        if not verdict.admit:
-            detail = shortfall(pod, node)
-            results.fail(i, f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else ""))
-            continue
-        zones = sorted({n for ids in verdict.numa.values() for n in ids})
-        results.explicit[i] = zones
-        numa_score = node_score(config.numa_strategy, node, pod, verdict.numa, config.resource_weights)
+        zones, numa_score = outcome
+        results.explicit[i] = list(zones)
         if pod_policy.exclusive and zones:
             placements = [p.numa for p in snapshot.placed if p.node == name and p.numa]
-            statuses = {n: numa_status(placements, n) for n in node.numa_ids}
-            if not exclusive_ok(zones, statuses):
+            statuses = {n: numa_status(placements, n) for n in nrt.numa_ids}
+            if not exclusive_ok(list(zones), statuses):
                 if pod_policy.exclusive == "Required":
                     results.fail(i, "NUMA zones not exclusive as singleNUMANodeExclusive requires")
                     continue
                 numa_score = 0
         results.numa_score[i] = numa_score
         results.has_numa[i] = True
+
+
+_Outcome = str | tuple[tuple[int, ...], int]
+"""Why the node fails, or the predicted NUMA zones and the NUMA score."""
+
+
+def _predict(pod: Pod, pod_policy: PodPolicy, nrt: NodeTopology, config: PlacementConfig) -> _Outcome:
+    try:
+        policy = effective_policy(pod_policy, nrt.policy)
+    except PolicyError as exc:
+        return str(exc)
+    node = nrt if policy == nrt.policy else replace(nrt, policy=policy)
+    verdict = predict(node, pod)
+    if not verdict.admit:
+        detail = shortfall(pod, node)
+        return f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else "")
+    zones = tuple(sorted({n for ids in verdict.numa.values() for n in ids}))
+    return zones, node_score(config.numa_strategy, node, pod, verdict.numa, config.resource_weights)
 
 
 def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: PlacementConfig) -> None:

@@ -102,6 +102,15 @@ class Pod:
     init_containers: tuple[Container, ...] = ()
 
     @functools.cached_property
+    def shape(self) -> tuple[object, ...]:
+        """Everything of the pod a prediction reads, hashable: equal shapes get equal answers."""
+
+        def of(c: Container) -> tuple[object, ...]:
+            return c.name, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())), c.sidecar
+
+        return tuple(of(c) for c in self.init_containers), tuple(of(c) for c in self.containers)
+
+    @functools.cached_property
     def qos(self) -> str:
         """The pod's QoS class as Kubernetes computes it (zero amounts count as unset)."""
         everything = [*self.init_containers, *self.containers]

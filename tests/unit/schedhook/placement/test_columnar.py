@@ -104,3 +104,20 @@ def test_rows_are_reused_and_the_table_grows() -> None:
     table.sync({f"x{i}": a for i in range(40)} | {"n0": a})
     assert (len(table.index), table.numa.shape[1] >= 41) == (41, True)
     assert all(table.zones_of(table.index[f"x{i}"]) == [0] for i in range(40))
+
+
+@settings(max_examples=60, deadline=None)
+@given(clusters(), clusters(), pod_bodies())
+def test_nodes_answered_one_by_one_are_predicted_again_only_when_their_view_changed(
+    first: dict[str, NodeTopology], second: dict[str, NodeTopology], pod: dict[str, Any]
+) -> None:
+    """The second evaluation of a pod shape reuses the predictions of nodes whose NRT view is the
+    same object, and predicts again where it was replaced: both answer as a fresh table would."""
+    table = NodeTable()
+    names = sorted({*first, *second})
+    evaluate_pod(pod, names, Snapshot(nrts=first, table=table))
+    changed = {n: second.get(n, node) for n, node in first.items()}  # some views replaced, some kept
+    table.sync(changed)
+    again = evaluate_pod(pod, names, Snapshot(nrts=changed, table=table))
+    fresh = evaluate_pod(pod, names, Snapshot(nrts=changed), PlacementConfig(vectorize=False))
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in fresh]

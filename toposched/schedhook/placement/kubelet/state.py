@@ -72,7 +72,10 @@ class NodeState:
         self.assigned = pinned_zones(node, self.groups)
         self._free: dict[str, Ints] = {}
         """resource -> its free [zone] vector in thousandths, once this pod's containers took some."""
-        self._taken = False
+        self._taken: set[str] = set()
+        """Resources this pod's containers took some of: their free vectors are this pod's own."""
+        self._pinned: tuple[object, list[Hint]] | None = None
+        """The last memory hints and what they were for (the Memory Manager's state unchanged since)."""
         self.threads = node.threads_per_core or 0
         if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
             self.threads = 0  # whole cores unknown: CPUs are counted singly
@@ -88,7 +91,7 @@ class NodeState:
     def _vector(self, which: str, resource: str) -> Ints:
         """[zone]: ``which`` (capacity, allocatable or free) of the resource in thousandths, zones by NUMA id."""
         if which == "free":
-            if self._taken:  # this pod's own state
+            if resource in self._taken:  # this pod's own state
                 found = self._free.get(resource)
                 if found is None:
                     found = self._free[resource] = self._read(self.free, resource)
@@ -104,10 +107,10 @@ class NodeState:
     def _read(self, table: Mapping[int, Mapping[str, Decimal]], resource: str) -> Ints:
         return np.array([milli(table[n].get(resource, Decimal(0))) for n in self.ids], dtype=np.int64)
 
-    def _freed(self) -> None:
-        """Free amounts changed: from now on they are this pod's own, read again when needed."""
-        self._taken = True
-        self._free = {}
+    def _freed(self, resource: str) -> None:
+        """Free amounts of ``resource`` changed: from now on they are this pod's own, read again when needed."""
+        self._taken.add(resource)
+        self._free.pop(resource, None)
 
     def _masks(self, ids: Sequence[int], singles: bool = False) -> Masks:
         """The masks hints are looked for in: every mask over ``ids``, or (``singles``) only the
@@ -195,7 +198,7 @@ class NodeState:
             return
         have = int(self.free[n].get(CPU, Decimal(0)))
         self.free[n][CPU] = Decimal(have - rest)
-        self._freed()
+        self._freed(CPU)
         if self.threads:
             halves = 0 if whole else max(0, have - self.free_cores[n] * self.threads)
             cores = -(-max(0, rest - halves) // self.threads)
@@ -211,6 +214,9 @@ class NodeState:
         """Masks whose allocatable holds every requested type, free (with this pod's reusable
         memory) too, and that respect the NUMA groups of earlier multi-NUMA allocations
         (``singles``: single zones only)."""
+        key = (tuple(request.items()), singles)
+        if self._pinned is not None and self._pinned[0] == key:  # asked again before any change
+            return self._pinned[1]
         masks = self._masks(self.ids, singles)
         types = list(request)
         as_ids = self._as_id_masks(masks)
@@ -232,7 +238,9 @@ class NodeState:
             reusable=reusable,
             allowed=allowed,
         )
-        return self._hints(masks, fits, preferred)
+        found = self._hints(masks, fits, preferred)
+        self._pinned = (key, found)
+        return found
 
     def _may_pin(self, m: int) -> bool:
         """Do the NUMA groups of earlier allocations let memory be pinned to mask ``m``? A single
@@ -266,6 +274,7 @@ class NodeState:
         assert m is not None
         if count(m) > 1 and not self._may_pin(m):
             raise RejectedError("the aligned memory violates earlier NUMA allocations")
+        self._pinned = None  # what the Memory Manager holds changes now
         reusable = self.reusable_memory.setdefault(m, {})
         for r, q in request.items():
             left = max(Decimal(0), q - reusable.get(r, Decimal(0)))
@@ -275,7 +284,7 @@ class NodeState:
                 if take > 0:
                     self.free[n][r] = have - take
                     left -= take
-                    self._freed()
+                    self._freed(r)
             if init:
                 reusable[r] = max(reusable.get(r, Decimal(0)), q)
             else:
@@ -312,7 +321,7 @@ class NodeState:
                 take = min(have, amount)
                 self.free[n][resource] = have - take
                 amount -= take
-                self._freed()
+                self._freed(resource)
 
     def providers(self, claims: Claims, singles: bool = False) -> list[ProviderHints]:
         """The CPU, memory and device managers' hints for one container (or the pod, in pod

@@ -56,6 +56,10 @@ NRT_ATTR_NUMA: Final = "toposched.io/numa"
 NRT_ATTR_MEMORY_NUMA_GROUPS: Final = "toposched.io/memory-numa-groups"
 """The NUMA node groups of the Static Memory Manager's multi-NUMA allocations, ``;``-separated
 lists such as ``0-1;2,3``: the kubelet will not pin new memory across or into part of a group."""
+NRT_ATTR_DEVICE_GROUPS: Final = "toposched.io/device-groups"
+"""Devices the zones cannot show on their own (``toposched.apis.devicegroups``): those attached to
+several NUMA zones, which every one of those zones counts, and those without topology, which no
+zone counts."""
 NRT_ATTR_THREADS_PER_CORE: Final = "toposched.io/threads-per-core"
 """CPUs per physical core (2 with SMT), published when every core has the same number."""
 # toposched's attributes of one NUMA zone, read from the kubelet's checkpoints (absent in estimate mode).

@@ -25,7 +25,7 @@ from toposched.exporter.podresources.client import PodResourcesClient, PodResour
 from toposched.exporter.publisher import NodeGoneError, Publisher
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import SysfsError, read_machine
-from toposched.exporter.topology import Allocatable, Inputs, PodUse, build
+from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
 from toposched.kube.nodeclient import KubeAPI
 from toposched.kube.outage import Outage
 
@@ -46,7 +46,8 @@ RETRY_FIRST = 0.5
 RETRY_MAX = 2.0
 """Seconds between publish attempts while the apiserver is away: one write, and the NRT should
 be current again within a few seconds of the apiserver being back."""
-STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint")
+DEVICE_CHECKPOINT = "device-plugins/kubelet_internal_checkpoint"
+STATE_FILES = ("cpu_manager_state", "memory_manager_state", DEVICE_CHECKPOINT)
 
 
 class Exporter:
@@ -58,6 +59,9 @@ class Exporter:
         self.pods: list[PodUse] | None = None
         self.pods_digest: int | None = None
         self.allocatable: Allocatable | None = None
+        self.allocatable_stale = True
+        """Read the allocatable list again at the next poll: devices come and go (health, plugins)."""
+        self.device_problem = ""
         self.podresources_ok = False
         self.last_success = 0.0
         self.last_loop = time.monotonic()
@@ -80,6 +84,7 @@ class Exporter:
                 except OSError:
                     mtime = None
                 if name in seen and seen[name] != mtime:
+                    self.allocatable_stale |= name == DEVICE_CHECKPOINT  # written when devices change
                     self.mark_changed(f"{name} changed")
                 seen[name] = mtime
             await asyncio.sleep(0.25)
@@ -89,8 +94,12 @@ class Exporter:
         while True:
             try:
                 pods = await podresources.list_pods()
-                if self.allocatable is None or not self.podresources_ok:
-                    self.allocatable = await podresources.allocatable()
+                if self.allocatable_stale or not self.podresources_ok:
+                    self.allocatable_stale = False
+                    allocatable = await podresources.allocatable()
+                    if allocatable != self.allocatable:
+                        self.allocatable = allocatable
+                        self.mark_changed("PodResources allocatable changed")
                 self.podresources_ok = True
                 delay = max(0.1, self.settings.list_interval)  # at most 10 calls per second
                 digest = hash(tuple(pods))
@@ -109,12 +118,17 @@ class Exporter:
     async def periodic(self) -> None:
         while True:
             await asyncio.sleep(self.settings.period)
+            self.allocatable_stale = True  # a plugin gone writes no checkpoint: look at least this often
             self.mark_changed("period")
 
     def inputs(self, owner: dict[str, str], node_allocatable: dict[str, Decimal]) -> Inputs:
         machine = read_machine(self.settings.sysfs)
         for warning in machine.warnings:
             logger.debug("sysfs: %s", warning)
+        problem = device_problems(machine, self.allocatable) if self.allocatable is not None else ""
+        if problem and problem != self.device_problem:  # once per kind of garbage, not every refresh
+            logger.warning("the kubelet's device list: %s; left out of the NRT", problem)
+        self.device_problem = problem
         return Inputs(
             node=self.settings.node,
             machine=machine,

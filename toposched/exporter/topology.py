@@ -24,6 +24,7 @@ from decimal import ROUND_FLOOR, Decimal
 from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
     NRT_ATTR_CPU_SOURCE,
+    NRT_ATTR_DEVICE_GROUPS,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_MEMORY_SOURCE,
@@ -41,6 +42,7 @@ from toposched.apis.constants import (
     NRT_ZONE_PREFIX,
     NRT_ZONE_TYPE_NODE,
 )
+from toposched.apis.devicegroups import DeviceGroup, format_groups
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
 from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, stale_pods
@@ -176,6 +178,7 @@ _ATTRIBUTE_ORDER = (
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
     NRT_ATTR_NUMA,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
+    NRT_ATTR_DEVICE_GROUPS,
 )
 
 
@@ -200,7 +203,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     stale = stale_pods(checkpoints, map(_held, inputs.pods)) if inputs.pods is not None else set()
     _cpus(inputs, checkpoints.cpu, stale, zones, attributes)
     _memory(inputs, checkpoints.memory, stale, zones, attributes)
-    _devices(inputs, zones)
+    _devices(inputs, zones, attributes)
     attributes |= _kubelet_attributes(inputs.kubelet)
     if inputs.pods is not None:
         counted = [p for p in inputs.pods if inputs.fingerprint_method == METHOD_ALL or p.exclusive()]
@@ -346,28 +349,68 @@ def _memory_from_checkpoint(state: MemoryState, stale: set[str], zones: dict[int
     return sorted({cells for cells in live.values() if len(cells) > 1})
 
 
-def _devices(inputs: Inputs, zones: dict[int, _Figures]) -> None:
-    """Devices with topology count once, on the lowest of their NUMA nodes; the others are
-    host-level and not in any zone."""
+def _devices(inputs: Inputs, zones: dict[int, _Figures], attributes: dict[str, str]) -> None:
+    """Devices: each zone counts the healthy devices attached to it (a device on two zones in
+    both, as either zone can serve it); devices on several zones or without topology are listed
+    again as device groups (``apis.devicegroups``), so that a set of zones counts each device once.
+    What the kubelet's list holds that the NRT leaves out is ``device_problems``."""
     if inputs.allocatable is None:
         return
-    device_zone: dict[tuple[str, str], int] = {}
-    for devices in inputs.allocatable.devices:
-        numa = min(devices.numa, default=None)
-        if numa is None or numa not in zones:
-            continue
-        zone = zones[numa]
+    attached, _ = _attached(inputs.allocatable, set(zones))
+    used = {
+        (devices.resource, device_id)
+        for pod in inputs.pods or ()
+        for container in pod.containers
+        for devices in container.devices
+        for device_id in devices.ids
+    }
+    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for (resource, device_id), numa in attached.items():
+        free = (resource, device_id) not in used
+        for n in numa:
+            zone = zones[n]
+            zone.allocatable[resource] = zone.allocatable.get(resource, Decimal(0)) + 1
+            zone.capacity[resource] = zone.capacity.get(resource, Decimal(0)) + 1
+            if not free:
+                zone.used[resource] += 1
+        if len(numa) != 1:
+            counts = groups.setdefault((resource, numa), [0, 0])
+            counts[0] += 1
+            counts[1] += free
+    if groups:
+        listed: dict[str, list[DeviceGroup]] = {}
+        for (resource, numa), (allocatable, available) in groups.items():
+            listed.setdefault(resource, []).append(DeviceGroup(numa, allocatable, available))
+        attributes[NRT_ATTR_DEVICE_GROUPS] = format_groups(listed)
+
+
+def _attached(allocatable: Allocatable, numa_ids: set[int]) -> tuple[dict[tuple[str, str], tuple[int, ...]], list[str]]:
+    """(resource, device id) -> the NUMA zones it is attached to; and what was left out: a NUMA id
+    the machine does not have (the kubelet leaves it out of its masks too), a device listed twice
+    (counted once)."""
+    attached: dict[tuple[str, str], tuple[int, ...]] = {}
+    unknown: set[int] = set()
+    twice: set[str] = set()
+    for devices in allocatable.devices:
+        unknown.update(n for n in devices.numa if n not in numa_ids)
+        numa = tuple(sorted({n for n in devices.numa if n in numa_ids}))
         for device_id in devices.ids:
-            device_zone[(devices.resource, device_id)] = numa
-            zone.allocatable[devices.resource] = zone.allocatable.get(devices.resource, Decimal(0)) + 1
-            zone.capacity[devices.resource] = zone.capacity.get(devices.resource, Decimal(0)) + 1
-    for pod in inputs.pods or ():
-        for container in pod.containers:
-            for devices in container.devices:
-                for device_id in devices.ids:
-                    numa = device_zone.get((devices.resource, device_id))
-                    if numa is not None:
-                        zones[numa].used[devices.resource] += 1
+            if (devices.resource, device_id) in attached:
+                twice.add(f"{devices.resource} {device_id}")
+            else:
+                attached[(devices.resource, device_id)] = numa
+    problems = []
+    if unknown:
+        problems.append(f"NUMA ids the machine does not have: {', '.join(map(str, sorted(unknown)))}")
+    if twice:
+        problems.append(f"devices listed more than once: {', '.join(sorted(twice))}")
+    return attached, problems
+
+
+def device_problems(machine: Machine, allocatable: Allocatable) -> str:
+    """What of the kubelet's device list the NRT leaves out, in one line ("" when nothing is)."""
+    _, problems = _attached(allocatable, {n.id for n in machine.nodes})
+    return "; ".join(problems)
 
 
 def _kubelet_attributes(kubelet: KubeletConfig) -> dict[str, str]:

@@ -5,6 +5,8 @@ import pytest
 
 from testkit.sysfs import FakeNode, write
 from testkit.sysfs import build as build_tree
+from toposched.apis.constants import NRT_ATTR_DEVICE_GROUPS
+from toposched.apis.devicegroups import DeviceGroup
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
 from toposched.exporter.kubeletconfig import parse as parse_kubelet
@@ -17,8 +19,10 @@ from toposched.exporter.topology import (
     MemoryBlock,
     PodUse,
     build,
+    device_problems,
     topology_policy,
 )
+from toposched.schedhook.placement.parse import from_nrt
 
 GI = 2**30
 KUBELET = parse_kubelet(
@@ -146,16 +150,42 @@ def test_multi_numa_memory_block_is_split_not_double_counted(tmp_path: Path) -> 
     assert t["node-0"]["memory"][2] == "0"
 
 
-def test_device_on_two_numa_nodes_counts_once_and_no_topology_is_host_level(tmp_path: Path) -> None:
+def test_a_device_on_two_numa_nodes_counts_in_both_and_the_groups_say_it_is_one(tmp_path: Path) -> None:
+    """Each zone lists the devices attached to it; the device-groups attribute lists the devices
+    on several zones and those without topology, so that a set of zones counts each once."""
     alloc = Allocatable(
         cpu_ids=ALLOCATABLE.cpu_ids,
-        devices=(DeviceSet("gpu", ("g0",), (0, 1)), DeviceSet("fpga", ("f0",), ())),
+        devices=(
+            DeviceSet("gpu", ("g0",), (0, 1)),
+            DeviceSet("gpu", ("g1",), (1,)),
+            DeviceSet("fpga", ("f0", "f1"), ()),
+        ),
     )
-    nrt = build(Inputs("w", machine(tmp_path), KUBELET, alloc, []))
+    used = PodUse(
+        "default", "p", (ContainerUse(devices=(DeviceSet("gpu", ("g0",), (0, 1)), DeviceSet("fpga", ("f1",), ()))),)
+    )
+    nrt = build(Inputs("w", machine(tmp_path), KUBELET, alloc, [used]))
     t = table(nrt)
-    assert t["node-0"]["gpu"] == ("1", "1", "1")
-    assert "gpu" not in t["node-1"]
+    assert t["node-0"]["gpu"] == ("1", "1", "0")
+    assert t["node-1"]["gpu"] == ("2", "2", "1")
     assert all("fpga" not in z for z in t.values())
+    assert nrt.attribute(NRT_ATTR_DEVICE_GROUPS) == "fpga@-=2/1;gpu@0,1=1/0"
+    view = from_nrt(nrt)
+    assert view.device_groups == {"fpga": (DeviceGroup((), 2, 1),), "gpu": (DeviceGroup((0, 1), 1, 0),)}
+
+
+def test_device_garbage_is_left_out_and_said(tmp_path: Path) -> None:
+    alloc = Allocatable(
+        cpu_ids=ALLOCATABLE.cpu_ids,
+        devices=(DeviceSet("gpu", ("g0",), (0, 7)), DeviceSet("gpu", ("g0",), (1,)), DeviceSet("nic", (), (0,))),
+    )
+    t = table(build(Inputs("w", machine(tmp_path), KUBELET, alloc, [])))
+    assert t["node-0"]["gpu"] == ("1", "1", "1")  # zone 7 does not exist; the second g0 is the same device
+    assert "gpu" not in t["node-1"]
+    assert "nic" not in t["node-0"]  # an empty list is no device
+    assert device_problems(machine(tmp_path), alloc) == (
+        "NUMA ids the machine does not have: 7; devices listed more than once: gpu g0"
+    )
 
 
 def test_fingerprint_methods(tmp_path: Path) -> None:

@@ -345,9 +345,11 @@ class _Rows:
             column = self.columns.get(resource)
             if column is None:
                 continue  # no node's zones report it: no hint anywhere
-            _, prefers = hints.device_hints(
-                singles, self.allocatable[column], self.available[column], amount, self.zone_count
-            )
+            held, free = self.allocatable[column], self.available[column]
+            known = (held > 0).sum(axis=0)  # the zones with devices of the resource
+            # One zone's figures count every device attached to it, shared ones too: what the
+            # device manager counts for a mask of that zone alone.
+            _, prefers = hints.device_hints(singles, held, free, amount, known)
             out.append((self.reported[column], prefers))
         return out
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from toposched.apis.devicegroups import DeviceGroup
 from toposched.schedhook.placement.kubelet.topologymanager import NONE
 
 HOST_LEVEL = ("ephemeral-storage", "storage")
@@ -61,6 +62,9 @@ class NodeTopology:
     """NUMA masks the Static Memory Manager has grouped for multi-NUMA allocations."""
     threads_per_core: int | None = None
     """CPUs per physical core when all cores have the same number (None: unknown)."""
+    device_groups: Mapping[str, tuple[DeviceGroup, ...]] = field(default_factory=dict)
+    """Per device resource, the devices the zones cannot show alone: attached to several zones
+    (each of which counts them) or without topology (none counts them)."""
 
     @property
     def numa_ids(self) -> list[int]:

@@ -14,6 +14,7 @@ from typing import Any
 from toposched.apis.constants import (
     APPGROUP_LABEL,
     NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_DEVICE_GROUPS,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_THREADS_PER_CORE,
@@ -32,6 +33,7 @@ from toposched.apis.constants import (
     WORKLOAD_LABEL,
     ZONE_LABEL,
 )
+from toposched.apis.devicegroups import DeviceGroup, parse_groups
 from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
@@ -98,7 +100,17 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         == "true",
         memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
         threads_per_core=_count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1),
+        device_groups=_device_groups(nrt.attribute(NRT_ATTR_DEVICE_GROUPS)),
     )
+
+
+def _device_groups(raw: str | None) -> dict[str, tuple[DeviceGroup, ...]]:
+    """The NRT's device groups; ValueError (the NRT is unreadable) when malformed: counting the
+    devices without them would be wrong in either direction."""
+    try:
+        return parse_groups(raw or "")
+    except ValueError as exc:
+        raise ValueError(f"attributes.{NRT_ATTR_DEVICE_GROUPS}: {exc}") from None
 
 
 def _options(raw: str | None) -> dict[str, str]:

@@ -1,9 +1,12 @@
 """Resource-manager rules of the kubelet the predictor follows, each found by the oracle (testkit.oracle)
 as a disagreement with a real kubelet 1.36 and fixed; the expected outcomes are what the kubelet did."""
 
+from dataclasses import replace
+
 import pytest
 
 from testkit.placement import g, node, q
+from toposched.apis.devicegroups import DeviceGroup
 from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.kubelet.claims import Claims, pod_guaranteed_cpus, pod_memory_request
 from toposched.schedhook.placement.kubelet.state import NodeState
@@ -262,3 +265,64 @@ def test_init_containers_cpus_are_in_the_pool_like_free_ones(threads: int | None
     state.reusable_cpus[2] = 4
     assert state.take_cpus(2, mask(0), init=False) == (1,)
     assert state.reusable_cpus[2] == 4
+
+
+def _with_devices(
+    zones: list[dict[str, str | int]], groups: dict[str, tuple[DeviceGroup, ...]], policy: str = "single-numa-node"
+) -> NodeTopology:
+    return replace(node(zones, policy, "container", "static", "Static"), device_groups=groups)
+
+
+NIC = "example.com/nic"
+SHARED_NIC = {NIC: (DeviceGroup((0, 1), 1, 1),)}
+
+
+@pytest.mark.parametrize(
+    ("zones", "groups", "policy", "nics", "expected"),
+    [
+        pytest.param(
+            [{"cpu": 4, NIC: 1}, {"cpu": 4, NIC: 1}],
+            SHARED_NIC,
+            "best-effort",
+            2,
+            Verdict(False, f"cannot allocate for container c: not enough {NIC}: 2 requested, 1 free"),
+            id="one-nic-on-two-zones-is-one-device-not-two",
+        ),
+        pytest.param(
+            [{"cpu": 4, NIC: 2}, {"cpu": 4, NIC: 1}],
+            SHARED_NIC,
+            "single-numa-node",
+            2,
+            Verdict(True, numa={"c": (0,)}),
+            id="a-shared-nic-counts-for-each-of-its-zones",
+        ),
+        pytest.param(
+            [{"cpu": 4}, {"cpu": 4}],
+            {NIC: (DeviceGroup((), 1, 1),)},
+            "single-numa-node",
+            1,
+            Verdict(True, numa={"c": (0, 1)}),
+            id="devices-without-topology-get-no-hint",
+        ),
+        pytest.param(
+            [{"cpu": 4}, {"cpu": 4, NIC: 1}],
+            {NIC: (DeviceGroup((), 1, 1),)},
+            "restricted",
+            2,
+            Verdict(False, "cannot align container c"),
+            id="a-device-without-topology-counts-in-no-mask",
+        ),
+    ],
+)
+def test_devices_are_counted_by_the_zones_they_are_attached_to(
+    zones: list[dict[str, str | int]],
+    groups: dict[str, tuple[DeviceGroup, ...]],
+    policy: str,
+    nics: int,
+    expected: Verdict,
+) -> None:
+    """The device manager counts a device for every mask touching one of its zones, a device
+    without topology for none (but in the number free), and makes masks of the zones with devices."""
+    n = _with_devices(zones, groups, policy)
+    pod = Pod((Container("c", q({NIC: nics}), q({NIC: nics})),))
+    assert predict(n, pod) == expected

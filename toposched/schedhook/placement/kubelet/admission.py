@@ -92,7 +92,7 @@ def _allocate(state: NodeState, pod: Pod, container: Container, decided: Hint) -
         zones.update(state.take_cpus(claims.cpus, decided.affinity, init))
     if node.memory_manager == STATIC_MEMORY and claims.memory:
         zones.update(bits(state.take_memory(claims.memory, decided, init)))
-    state.take_devices(claims.devices, decided.affinity)
+    zones.update(state.take_devices(claims.devices, decided.affinity, init))
     return zones
 
 

@@ -7,7 +7,7 @@ pod. Only what a manager takes gets a topology hint and an exclusive allocation.
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from toposched.schedhook.placement.model import HOST_LEVEL, Container, Pod, container_request
 
@@ -62,7 +62,8 @@ def memory_request(pod: Pod, container: Container) -> dict[str, Decimal]:
 
 
 def devices(request: Mapping[str, Decimal]) -> dict[str, Decimal]:
-    return {r: q for r, q in request.items() if q > 0 and device(r)}
+    """Device-plugin requests, in whole devices (the device manager rounds a quantity up)."""
+    return {r: q.to_integral_value(ROUND_CEILING) for r, q in request.items() if q > 0 and device(r)}
 
 
 def container_claims(pod: Pod, container: Container) -> Claims:

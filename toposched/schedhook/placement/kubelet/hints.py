@@ -147,9 +147,24 @@ def memory_hints(
     return fits, preferred(masks, could, fits, known)
 
 
-def device_hints(masks: Masks, allocatable: Ints, free: Ints, request: int, known: int | Ints) -> tuple[Bools, Bools]:
+def device_hints(
+    masks: Masks, held: Ints, free: Ints, request: int, known: int | Ints, inside: Bools | None = None
+) -> tuple[Bools, Bools]:
     """The device manager's hints (fits, preferred) for ``request`` devices of one resource
-    (thousandths); ``known``: how many NUMA nodes the machine has."""
-    could = masks.total(allocatable) >= request
-    fits = masks.total(free) >= request
+    (thousandths). ``held`` and ``free`` are [mask, ...]: the devices (free ones) attached to any
+    zone of the mask -- a device on two zones counts for every mask that touches either, which a
+    sum over zones cannot say (``reach``); ``known``: how many NUMA zones have devices of the
+    resource (the masks run over those); ``inside``: masks that touch every device the pod's
+    init containers hand on."""
+    could = held >= request
+    fits = free >= request
+    if inside is not None:
+        fits &= masks.expand(inside, fits)
     return fits, preferred(masks, could, fits, known)
+
+
+def reach(masks: Masks, attached: Bools) -> Ints:
+    """[mask, group]: 1 where the mask touches a group of devices attached to zones ``attached``
+    ([group, zone]); a group without topology is reached by no mask."""
+    out: Ints = (masks.member @ attached.T.astype(np.int64) > 0).astype(np.int64)
+    return out

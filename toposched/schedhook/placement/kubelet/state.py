@@ -8,6 +8,7 @@ ones took.
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
@@ -74,6 +75,7 @@ class NodeState:
         """resource -> its free [zone] vector in thousandths, once this pod's containers took some."""
         self._taken: set[str] = set()
         """Resources this pod's containers took some of: their free vectors are this pod's own."""
+        self._devices: dict[str, DeviceGroups] = {}
         self._pinned: tuple[object, list[Hint]] | None = None
         """The last memory hints and what they were for (the Memory Manager's state unchanged since)."""
         self.threads = node.threads_per_core or 0
@@ -299,29 +301,78 @@ class NodeState:
 
     # -- device plugins -------------------------------------------------------------------------------
 
+    def devices(self, resource: str) -> "DeviceGroups":
+        """The node's devices of ``resource`` by the zones they are attached to (this pod's view)."""
+        found = self._devices.get(resource)
+        if found is None:
+            found = self._devices[resource] = DeviceGroups.of(self.node, resource)
+        return found
+
+    def knows_devices(self, resource: str) -> bool:
+        """Does the NRT list the node's devices of ``resource`` (in a zone, or as a device group)?"""
+        return resource in self.node.reported or resource in self.node.device_groups
+
     def device_hints(self, resource: str, amount: Decimal, singles: bool = False) -> list[Hint] | None:
-        if resource not in self.node.reported:
+        """The device manager's hints: None when no device of the resource has topology, [] when
+        fewer are free (with the pod's reusable ones) than asked for; masks over the zones that
+        have devices of the resource."""
+        groups = self.devices(resource)
+        if not groups.aligned:
             return None  # no topology for this resource: host-level
-        masks = self._masks(self.ids, singles)
+        wanted = int(amount)
+        if sum(groups.free) + sum(groups.reusable) < wanted:
+            return []
+        bearing = [
+            n for n in self.ids if any(n in g for g, k in zip(groups.numa, groups.allocatable, strict=True) if k)
+        ]
+        masks = self._masks(bearing or self.ids, singles)
+        attached = np.array([[n in numa for n in self.ids] for numa in groups.numa], dtype=np.bool_)
+        reached = hints.reach(masks, attached.reshape(len(groups.numa), len(self.ids)))
+        topology = np.array([bool(numa) for numa in groups.numa], dtype=np.bool_)
+        reusable = np.array(groups.reusable, dtype=np.int64) * topology
+        inside = None
+        if reusable.any():  # every reusable device must be attached to a zone of the mask
+            inside = np.asarray((reached[:, reusable > 0] > 0).all(axis=1), dtype=np.bool_)
         fits, preferred = hints.device_hints(
             masks,
-            self._vector("allocatable", resource),
-            self._vector("free", resource),
-            milli_request(amount),
-            known=len(self.ids),
+            reached @ (1000 * np.array(groups.allocatable, dtype=np.int64)),
+            reached @ (1000 * (np.array(groups.free, dtype=np.int64) + reusable)),
+            1000 * wanted,
+            known=len(bearing or self.ids),
+            inside=inside,
         )
         return self._hints(masks, fits, preferred)
 
-    def take_devices(self, request: Mapping[str, Decimal], affinity: int | None) -> None:
+    def take_devices(self, request: Mapping[str, Decimal], affinity: int | None, init: bool) -> set[int]:
+        """Allocate the container's devices as the device manager does: its pod's reusable ones
+        first, then those attached to the affinity's zones; only when those are too few all of
+        them and then others. Returns the zones devices may come from outside the affinity (the
+        manager picks among equals at random, so every zone it might pick). Raises RejectedError
+        where the manager's allocation fails: fewer devices free than asked for."""
+        spill: set[int] = set()
+        within = set(bits(affinity)) if affinity is not None else set()
         for resource, amount in request.items():
-            if not device(resource) or amount <= 0:
-                continue
-            for n in [n for n in self.ids if affinity is None or n in bits(affinity)]:
-                have = self.free[n].get(resource, Decimal(0))
-                take = min(have, amount)
-                self.free[n][resource] = have - take
-                amount -= take
-                self._freed(resource)
+            if not device(resource) or amount <= 0 or not self.knows_devices(resource):
+                continue  # host-level: the node as a whole has them or not (kube-scheduler checks)
+            groups = self.devices(resource)
+            taken = groups.take_reusable(int(amount))
+            needed = int(amount) - sum(taken)
+            if needed:
+                aligned = [i for i, numa in enumerate(groups.numa) if groups.aligned and within & set(numa)]
+                rest = [i for i in range(len(groups.numa)) if i not in aligned]
+                # Shared devices (on several zones) first: the view later containers get is then
+                # the one with fewer free devices elsewhere, never more.
+                aligned.sort(key=lambda i: (-len(groups.numa[i]), groups.numa[i]))
+                if needed > sum(groups.free):  # the device manager's allocation fails
+                    raise RejectedError(f"not enough {resource}: {amount} requested, {sum(groups.free)} free")
+                more = groups.take(aligned, needed, taken)
+                if more:
+                    spill |= {n for i in rest if groups.free[i] for n in groups.numa[i]}
+                    groups.take(rest, more, taken)
+            if init:  # a regular init container's devices wait for the app containers to reuse them
+                for i, k in enumerate(taken):
+                    groups.reusable[i] += k
+        return spill
 
     def providers(self, claims: Claims, singles: bool = False) -> list[ProviderHints]:
         """The CPU, memory and device managers' hints for one container (or the pod, in pod
@@ -336,6 +387,57 @@ class NodeState:
             pinned = {r: list(found) for r in claims.memory}
         plugged: dict[str, list[Hint] | None] = {r: self.device_hints(r, q, singles) for r, q in claims.devices.items()}
         return [cpu, pinned, plugged]
+
+
+@dataclass
+class DeviceGroups:
+    """One device resource's devices on a node, grouped by the NUMA zones they are attached to:
+    one group per zone for the devices attached to it alone, one per multi-zone set and one for
+    devices without topology (``numa == ()``)."""
+
+    numa: list[tuple[int, ...]]
+    allocatable: list[int]
+    free: list[int]
+    reusable: list[int]
+    """Devices of this pod's regular init containers that its later containers reuse first."""
+    aligned: bool
+    """Some device has topology: a zone reports the resource, or a group of several zones has
+    it (the device manager then aligns the resource at all)."""
+
+    @classmethod
+    def of(cls, node: NodeTopology, resource: str) -> "DeviceGroups":
+        shared = node.device_groups.get(resource, ())
+        numa: list[tuple[int, ...]] = []
+        allocatable: list[int] = []
+        free: list[int] = []
+        for zone in node.zones:  # the zone's own figures count its shared devices too
+            others = [g for g in shared if zone.numa in g.numa]
+            numa.append((zone.numa,))
+            allocatable.append(max(0, int(zone.allocatable.get(resource, 0)) - sum(g.allocatable for g in others)))
+            free.append(max(0, int(zone.available.get(resource, 0)) - sum(g.available for g in others)))
+        for g in shared:
+            numa.append(g.numa)
+            allocatable.append(g.allocatable)
+            free.append(g.available)
+        aligned = resource in node.reported or any(g.numa for g in shared)
+        return cls(numa, allocatable, free, [0] * len(numa), aligned)
+
+    def take_reusable(self, wanted: int) -> list[int]:
+        taken = [0] * len(self.numa)
+        for i, k in enumerate(self.reusable):
+            use = min(k, wanted - sum(taken))
+            taken[i] += use
+            self.reusable[i] -= use
+        return taken
+
+    def take(self, order: Sequence[int], wanted: int, taken: list[int]) -> int:
+        """Take up to ``wanted`` free devices from the groups in ``order``; returns how many are missing."""
+        for i in order:
+            use = min(self.free[i], wanted)
+            self.free[i] -= use
+            taken[i] += use
+            wanted -= use
+        return wanted
 
 
 @functools.cache

@@ -141,8 +141,8 @@ def create_cgroups(node: str) -> list[Path]:
 
 def create_child_cgroup(node: str, child: str) -> list[Path]:
     """A cgroup ``child`` of an existing node's cgroup in every hierarchy, for a process that belongs
-    with the node (its exporter), so that the node's teardown kills it too; returns the
-    ``cgroup.procs`` files to join."""
+    with the node (its exporter, its device plugin), so that the node's teardown kills it too;
+    returns the ``cgroup.procs`` files to join."""
     procs = []
     for h in hierarchies():
         path = node_cgroup(h, node) / child
@@ -154,6 +154,20 @@ def create_child_cgroup(node: str, child: str) -> list[Path]:
             _copy_if_empty(path, "cpuset.mems")
         procs.append(path / "cgroup.procs")
     return procs
+
+
+def daemons_procs(node: str) -> list[Path]:
+    """The ``cgroup.procs`` files of the node's daemons cgroup (where its kubelet runs)."""
+    return [node_cgroup(h, node) / DAEMONS / "cgroup.procs" for h in hierarchies()]
+
+
+def child_cgroup_pids(node: str, child: str) -> set[int]:
+    """The live processes of one child cgroup of the node (its exporter, its device plugin)."""
+    for h in hierarchies():
+        with contextlib.suppress(OSError):
+            text = (node_cgroup(h, node) / child / "cgroup.procs").read_text()
+            return {pid for pid in map(int, text.split()) if alive(pid)}
+    return set()
 
 
 def cgroup_pids(node: str) -> set[int]:

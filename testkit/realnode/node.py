@@ -9,11 +9,13 @@ node's last process; teardown therefore only has to kill the processes of the no
 delete what lives on disk or in the network stack. The node's state is all under
 ``.cluster/nodes/<name>/`` of the repo::
 
-    node.json            what the node was made with (topology, settings, ports, bridge, subnet)
+    node.json            what the node was made with (topology, settings, devices, ports, bridge, subnet)
     node.sh              the launcher run in the private namespace (readable: how to run it by hand)
+    kubelet.sh           the kubelet's command, which node.sh ends with (restart_kubelet runs it again)
     fakehost/            cpu/, node/, hugepages/ trees and meminfo, bind-mounted over the real ones
     pki/                 key, client certificate system:node:<name>, kubeconfig
-    kubelet/             the kubelet's --root-dir (checkpoints, pod-resources/kubelet.sock, pods/)
+    kubelet/             the kubelet's --root-dir (checkpoints, pod-resources/kubelet.sock, pods/,
+                         device-plugins/: the kubelet's kubelet.sock and the device plugin's sockets)
     kubelet.yaml         its KubeletConfiguration
     pod-logs/            podLogsDir (container logs: <ns>_<pod>_<uid>/<container>/0.log)
     containerd/          config.toml, root/, state/, runc/, containerd.sock
@@ -21,6 +23,7 @@ delete what lives on disk or in the network stack. The node's state is all under
     host/                what is mounted over /var/log/containers, /var/lib/cni, /run/containerd
     runc-wrapper(.log)   the runc containerd calls (cpuset projection, see runc_wrapper.py)
     logs/                launcher.log, containerd.log, kubelet.log
+    deviceplugin/        the device plugin's devices.json and plugin.log (see device_plugin.py)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -39,13 +43,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from testkit.realnode import host
+from testkit.realnode import device_plugin, host
 from testkit.realnode.cluster import LocalCluster, wait
+from testkit.realnode.device_plugin import DevicePlugin
+from testkit.realnode.devices import NodeDevices
 from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
 from testkit.realnode.images import PAUSE_IMAGE, archives
 from testkit.realnode.settings import KubeletSettings
@@ -73,6 +79,7 @@ REQUIRED_TOOLS: dict[str, str] = {
     f"{CNI_BIN_DIR}/host-local": "containernetworking-plugins",
     f"{CNI_BIN_DIR}/loopback": "containernetworking-plugins",
     "unshare": "util-linux",
+    "nsenter": "util-linux",  # restart_kubelet: a new kubelet in the node's mount namespace
     "mount": "mount",
     "ip": "iproute2",
     "openssl": "openssl",
@@ -126,6 +133,10 @@ class NodeLayout:
         return self.root / "node.sh"
 
     @property
+    def kubelet_script(self) -> Path:
+        return self.root / "kubelet.sh"
+
+    @property
     def fakehost(self) -> Path:
         return self.root / "fakehost"
 
@@ -173,11 +184,16 @@ class NodeLayout:
     def pod_resources_socket(self) -> Path:
         return self.kubelet_root / "pod-resources" / "kubelet.sock"
 
+    @property
+    def device_plugins(self) -> Path:
+        """The kubelet's device-plugins directory (in the node's namespace: /var/lib/kubelet/device-plugins)."""
+        return self.kubelet_root / "device-plugins"
+
     def longest_socket(self) -> Path:
         return max(
             (
                 self.pod_resources_socket,
-                self.kubelet_root / "device-plugins" / "kubelet.sock",
+                self.device_plugins / "kubelet.sock",
                 self.kubelet_root / "plugins_registry" / "csi.sock",
                 Path(str(self.containerd_socket) + ".ttrpc"),
             ),
@@ -195,6 +211,7 @@ class NodeRecord:
     healthz_port: int
     topology: Topology
     settings: KubeletSettings
+    devices: NodeDevices = field(default_factory=NodeDevices)
 
     @property
     def bridge(self) -> str:
@@ -220,6 +237,7 @@ class NodeRecord:
                     "healthzPort": self.healthz_port,
                     "topology": self.topology.to_dict(),
                     "settings": self.settings.to_dict(),
+                    **({"devices": self.devices.to_dict()} if self.devices.resources else {}),
                 },
                 indent=2,
             )
@@ -236,6 +254,7 @@ class NodeRecord:
             healthz_port=int(data["healthzPort"]),
             topology=Topology.from_dict(data["topology"]),
             settings=KubeletSettings.from_dict(data["settings"]),
+            devices=NodeDevices.from_dict(data.get("devices") or {}),
         )
 
 
@@ -261,6 +280,17 @@ class RealNode:
     @property
     def settings(self) -> KubeletSettings:
         return self.record.settings
+
+    @property
+    def devices(self) -> NodeDevices:
+        """The devices the node was made (or last reset) with; ``device_plugin.devices()`` says
+        what its plugin serves now."""
+        return self.record.devices
+
+    @property
+    def device_plugin(self) -> DevicePlugin:
+        """The node's device plugin: start, stop, restart, change devices mid-run, read its calls."""
+        return DevicePlugin(self)
 
     @property
     def pod_resources_socket(self) -> Path:
@@ -340,6 +370,13 @@ class RealNode:
         path = self.layout.root / "runc-wrapper.log"
         return path.read_text().splitlines() if path.is_file() else []
 
+    def restart_kubelet(self, timeout: float = 90) -> None:
+        """Stop the kubelet and start it again on the same state, as a service restart does
+        (containerd and the containers keep running). Returns once the node is Ready again and,
+        when the device plugin runs, it has registered with the new kubelet and the Node shows
+        its devices (the kubelet removed the plugin's sockets when it started)."""
+        _restart_kubelet(self, timeout)
+
 
 # -- add / reset / remove ---------------------------------------------------------------------------
 
@@ -385,11 +422,14 @@ def add_node(
     topology: Topology | None = None,
     settings: KubeletSettings | None = None,
     *,
+    devices: NodeDevices | None = None,
     cluster: LocalCluster | None = None,
     timeout: float = 90,
 ) -> RealNode:
-    """Start a real kubelet node ``name`` with ``topology`` and ``settings`` in the local
-    cluster, and wait (bounded by ``timeout``) until it is Ready with the topology's capacity.
+    """Start a real kubelet node ``name`` with ``topology``, ``settings`` and ``devices`` in the
+    local cluster, and wait (bounded by ``timeout``) until it is Ready with the topology's
+    capacity; with devices, its device plugin starts then and the wait (bounded by ``timeout``
+    again) lasts until the Node shows them.
 
     On any failure everything already started or created for the node is undone before the
     error propagates; a kubelet or containerd that exits is reported with the tail of its log.
@@ -397,8 +437,10 @@ def add_node(
     cluster = cluster or LocalCluster()
     topology = topology or default_topology()
     settings = settings or KubeletSettings()
+    devices = devices if devices is not None else NodeDevices()
     _check_name(name)
     settings.validate(topology)
+    devices.validate(topology)
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
@@ -442,7 +484,7 @@ def add_node(
         if index is None:
             raise RealNodeError(f"at most {MAX_NODES} real nodes")
         taken = {p for r in records for p in (r.kubelet_port, r.healthz_port)}
-        record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings)
+        record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings, devices)
         overlapping = host.routes_overlapping(record.subnet)
         if overlapping:
             host.delete_bridge(record.bridge)
@@ -455,6 +497,8 @@ def add_node(
     try:
         _prepare(node, kubelet)
         _start(node, images, timeout)
+        if devices.resources:
+            node.device_plugin.start(timeout)
     except BaseException:
         with contextlib.suppress(Exception):
             _teardown(node, delete_api_node=True)
@@ -467,12 +511,15 @@ def reset_node(
     topology: Topology | None = None,
     settings: KubeletSettings | None = None,
     *,
+    devices: NodeDevices | None = None,
     drain: bool = True,
     cluster: LocalCluster | None = None,
     timeout: float = 90,
 ) -> RealNode:
     """Restart node ``name`` from a clean kubelet and containerd state, optionally with a new
-    topology and/or settings (None keeps the current ones).
+    topology, settings and/or devices (None keeps those the node was made or last reset with;
+    changes made mid-run through ``device_plugin`` are dropped). The device plugin restarts
+    with the node, from a new log.
 
     A kubelet refuses to start when its CPU or memory manager checkpoint does not match the
     machine, so a topology change needs exactly this: every container is killed, the kubelet
@@ -485,7 +532,9 @@ def reset_node(
     old = get_node(name, cluster=cluster)
     topology = topology or old.topology
     settings = settings or old.settings
+    devices = old.devices if devices is None else devices
     settings.validate(topology)
+    devices.validate(topology)
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
@@ -497,14 +546,19 @@ def reset_node(
         host.claim_host(cluster.nodes_dir)
         host.ensure_inotify_headroom(cluster.nodes_dir)
     layout = old.layout
-    for path in (layout.kubelet_root, layout.containerd, layout.cni, layout.fakehost, layout.host_dirs, layout.pki):
+    wiped = (layout.kubelet_root, layout.containerd, layout.cni, layout.fakehost, layout.host_dirs, layout.pki)
+    for path in (*wiped, old.device_plugin.directory):
         shutil.rmtree(path, ignore_errors=True)
-    record = NodeRecord(name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings)
+    record = NodeRecord(
+        name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings, devices
+    )
     layout.record.write_text(record.to_json())
     node = RealNode(record, layout, cluster)
     try:
         _prepare(node, kubelet)
         _start(node, archives(), timeout)
+        if devices.resources:
+            node.device_plugin.start(timeout)
     except BaseException:
         with contextlib.suppress(Exception):
             _stop(node)
@@ -837,10 +891,17 @@ def _write_launcher(
         '  i=$((i + 1)); [ "$i" -lt 300 ] || { echo "containerd did not open its socket within 30 s" >&2; exit 1; }',
         "  sleep 0.1",
         "done",
-        f"exec {' '.join(q(a) for a in kubelet_args)} >> {q(str(layout.logs / 'kubelet.log'))} 2>&1",
+        f"exec /bin/sh {q(str(layout.kubelet_script))}",
     ]
     layout.launcher.write_text("\n".join(lines) + "\n")
     layout.launcher.chmod(0o755)
+    kubelet_lines = [
+        "#!/bin/sh",
+        f"# The kubelet of real node {record.name}, run by node.sh (and by restart_kubelet) in its namespace.",
+        f"exec {' '.join(q(a) for a in kubelet_args)} >> {q(str(layout.logs / 'kubelet.log'))} 2>&1",
+    ]
+    layout.kubelet_script.write_text("\n".join(kubelet_lines) + "\n")
+    layout.kubelet_script.chmod(0o755)
 
 
 def _import(node: RealNode, paths: Iterable[Path], remaining: Callable[[], float], alive: Callable[[], None]) -> None:
@@ -900,6 +961,12 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
 
     wait(socket_ready, min(30, remaining()), f"containerd of {node.name} to open its socket")
     _import(node, images.values(), remaining, alive)
+    _wait_ready(node, started, remaining, alive)
+
+
+def _wait_ready(node: RealNode, started: float, remaining: Callable[[], float], alive: Callable[[], None]) -> None:
+    """Wait until the kubelet started at ``started`` (epoch seconds) answers /healthz and has
+    reported the node Ready with its topology's capacity."""
 
     def healthy() -> bool:
         alive()
@@ -928,6 +995,61 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
         raise _died(node, str(exc)) from None
 
 
+def _restart_kubelet(node: RealNode, timeout: float) -> None:
+    """SIGTERM the node's kubelet (SIGKILL after 10 s) and run kubelet.sh again in the node's mount
+    namespace (entered through its containerd) and daemons cgroup; wait as :func:`_start` does,
+    then for the device plugin to register with the new kubelet."""
+    node.ensure_running()
+    containerd = next((p for p in node.pids() if host.comm(p) == "containerd" and host.alive(p)), None)
+    if containerd is None:
+        raise _died(node, "its containerd is not running (reset the node instead)")
+    for signum, within in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        for pid in node.pids():
+            if host.comm(pid) == "kubelet":
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+        with contextlib.suppress(RealNodeError):
+            wait(lambda: not node.kubelet_running(), within, f"the kubelet of {node.name} to exit")
+    if node.kubelet_running():
+        raise _died(node, "the kubelet survives SIGKILL")
+    old = _LAUNCHERS.pop(node.name, None)
+    if old is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            old.wait(5)
+    plugin = node.device_plugin
+    since = plugin.log_size()
+    started = time.time()
+    deadline = time.monotonic() + timeout
+    procs = host.daemons_procs(node.name)
+
+    def join_daemons() -> None:  # in the child, before exec: where the first kubelet ran
+        for path in procs:
+            path.write_text("0")
+
+    with open(node.layout.logs / "launcher.log", "ab") as log:
+        proc = subprocess.Popen(
+            ["nsenter", f"--mount=/proc/{containerd}/ns/mnt", "--", "/bin/sh", str(node.layout.kubelet_script)],
+            cwd=node.layout.root,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=join_daemons,
+            start_new_session=True,
+        )
+    _LAUNCHERS[node.name] = proc
+
+    def alive() -> None:
+        if proc.poll() is not None:
+            raise _died(node, f"the restarted kubelet exited with status {proc.returncode}")
+
+    def remaining() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    _wait_ready(node, started, remaining, alive)
+    if plugin.running():
+        plugin.wait(remaining(), since=since)
+
+
 def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
     """Kill all of the node's processes and free its cgroups and (unless ``keep_bridge``: a reset
     keeps its index, no other checkout can take it in between) its bridge; files stay."""
@@ -936,6 +1058,7 @@ def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
     if proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
+    device_plugin.reap(node.name)
     host.remove_cgroups(node.name)
     if not keep_bridge:
         host.delete_bridge(node.record.bridge)
@@ -966,6 +1089,7 @@ def _teardown(node: RealNode, *, delete_api_node: bool) -> None:
 def _teardown_unrecorded(name: str, layout: NodeLayout, cluster: LocalCluster) -> None:
     host.kill_cgroups(name)
     _LAUNCHERS.pop(name, None)
+    device_plugin.reap(name)
     host.remove_cgroups(name)
     for mount in sorted(host.mounts_under(layout.root), key=len, reverse=True):
         subprocess.run(["umount", "--lazy", mount], capture_output=True)

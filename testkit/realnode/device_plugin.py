@@ -1,0 +1,366 @@
+"""A real node's device plugin, seen from the test kit: started in the node's cgroups, given the
+devices it serves, changed, restarted or stopped mid-run, and read back through its call log.
+
+The plugin itself is ``python -m testkit.deviceplugin`` (gRPC, see :mod:`testkit.deviceplugin`);
+this module uses the standard library only, so real nodes and ``make cluster-down`` need no gRPC.
+The plugin runs in ``<node cgroup>/deviceplugin``: removing or resetting the node kills it with
+the node's other processes. Its files, under the node's directory::
+
+    deviceplugin/devices.json   what it serves: {"generation": N, "devices": NodeDevices.to_dict()}
+    deviceplugin/plugin.log     one line per call or event: TIME METHOD RESOURCE IDS [KEY=VALUE...]
+    kubelet/device-plugins/     the kubelet's kubelet.sock and the plugin's sockets (one per resource)
+
+The kubelet's device manager always uses ``/var/lib/kubelet/device-plugins``; in the node's mount
+namespace the node's kubelet root is bind-mounted there, so the kubelet and the plugin (outside
+that namespace) meet on the same files. The kubelet dials each socket by the endpoint name the
+plugin registers, relative to that directory.
+
+    plugin = node.device_plugin
+    plugin.set_health("example.com/gpu", "gpu-0", healthy=False)  # returns once the Node shows it
+    plugin.restart()                                               # stop, start, registered again
+    [c.ids for c in plugin.calls("Allocate")]                     # what the kubelet asked for
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from testkit.realnode import host
+from testkit.realnode.cluster import REPO
+from testkit.realnode.devices import NodeDevices
+from testkit.realnode.errors import RealNodeError
+
+if TYPE_CHECKING:
+    from testkit.realnode.node import RealNode
+
+PLUGIN_CGROUP = "deviceplugin"
+KUBELET_SOCKET = "kubelet.sock"
+API_VERSION = "v1beta1"
+
+# The log's methods: the plugin's own call to the kubelet, the kubelet's calls to the plugin
+# (ListAndWatchUpdate: a later list sent on an open ListAndWatch), and events.
+REGISTER = "Register"
+OPTIONS = "GetDevicePluginOptions"
+LIST_AND_WATCH = "ListAndWatch"
+LIST_AND_WATCH_UPDATE = "ListAndWatchUpdate"
+PREFERRED = "GetPreferredAllocation"
+ALLOCATE = "Allocate"
+PRE_START = "PreStartContainer"
+ERROR = "Error"
+
+_MESSAGE = "message"
+_STOP_GRACE = 10.0
+
+# Popen objects of the plugins this process started, reaped when they stop.
+_PROCESSES: dict[str, subprocess.Popen[bytes]] = {}
+
+
+def endpoint_name(resource: str) -> str:
+    """The plugin's socket for ``resource`` in the device-plugins directory: short (unix socket
+    paths are limited) and the same for a resource across restarts and changes."""
+    return f"tsdp-{hashlib.sha1(resource.encode()).hexdigest()[:10]}.sock"
+
+
+def reap(node: str) -> None:
+    """Forget (and reap) the plugin process this process started for ``node``, once the node's
+    teardown has killed it."""
+    proc = _PROCESSES.pop(node, None)
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+
+
+@dataclass(frozen=True)
+class PluginCall:
+    """One line of the plugin's log: a call (or an event) with the resource and device ids."""
+
+    time: str
+    method: str
+    resource: str
+    ids: tuple[str, ...]
+    detail: Mapping[str, str]
+
+    @property
+    def generation(self) -> int:
+        """The devices' generation the plugin served when it logged this (0: not said)."""
+        return int(self.detail.get("generation", 0))
+
+
+def format_call(method: str, resource: str, ids: list[str] | tuple[str, ...], **detail: object) -> str:
+    """A log line: ``TIME METHOD RESOURCE IDS [KEY=VALUE...]``; ``-`` for no resource or no ids,
+    a ``message`` (free text) last."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+    message = detail.pop(_MESSAGE, None)
+    fields = [stamp, method, resource or "-", ",".join(ids) or "-"]
+    fields += [f"{key}={value}" for key, value in detail.items()]
+    if message is not None:
+        fields.append(f"{_MESSAGE}={' '.join(str(message).split())}")
+    return " ".join(fields)
+
+
+def parse_calls(text: str) -> list[PluginCall]:
+    """The calls and events of a plugin log (other lines, a traceback say, are skipped)."""
+    calls = []
+    for line in text.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) < 4 or not parts[0][:4].isdigit() or "T" not in parts[0]:
+            continue
+        stamp, method, resource, ids = parts[:4]
+        detail: dict[str, str] = {}
+        rest = parts[4] if len(parts) == 5 else ""
+        while rest:
+            if rest.startswith(f"{_MESSAGE}="):
+                detail[_MESSAGE] = rest.removeprefix(f"{_MESSAGE}=")
+                break
+            token, _, rest = rest.partition(" ")
+            key, _, value = token.partition("=")
+            detail[key] = value
+        calls.append(
+            PluginCall(
+                stamp,
+                method,
+                "" if resource == "-" else resource,
+                () if ids == "-" else tuple(ids.split(",")),
+                detail,
+            )
+        )
+    return calls
+
+
+def read_config(path: Path) -> tuple[int, NodeDevices]:
+    """(generation, devices) of a plugin's devices.json."""
+    data = json.loads(path.read_text())
+    return int(data["generation"]), NodeDevices.from_dict(data["devices"])
+
+
+def write_config(path: Path, generation: int, devices: NodeDevices) -> None:
+    """Replace a plugin's devices.json at once (the plugin may read it at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps({"generation": generation, "devices": devices.to_dict()}, indent=2) + "\n")
+    partial.replace(path)
+
+
+@dataclass(frozen=True)
+class DevicePlugin:
+    """The device plugin of one real node (``RealNode.device_plugin``). Every wait is bounded and
+    fails with the plugin's log tail and the kubelet's."""
+
+    node: RealNode
+
+    @property
+    def directory(self) -> Path:
+        return self.node.layout.root / PLUGIN_CGROUP
+
+    @property
+    def config_file(self) -> Path:
+        return self.directory / "devices.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.directory / "plugin.log"
+
+    @property
+    def socket_dir(self) -> Path:
+        """The kubelet's device-plugins directory, as the host sees it."""
+        return self.node.layout.device_plugins
+
+    def sockets(self) -> dict[str, Path]:
+        """Resource -> the socket the plugin serves it on (whether it exists or not)."""
+        return {name: self.socket_dir / endpoint_name(name) for name in self.devices().names()}
+
+    def devices(self) -> NodeDevices:
+        """What the plugin serves (or will serve when started): the node's devices as changed
+        mid-run, else as the node was made with."""
+        return read_config(self.config_file)[1] if self.config_file.is_file() else self.node.devices
+
+    def generation(self) -> int:
+        return read_config(self.config_file)[0] if self.config_file.is_file() else 0
+
+    def pids(self) -> set[int]:
+        proc = _PROCESSES.get(self.node.name)
+        if proc is not None and proc.poll() is not None:  # reap it: a zombie stays in its cgroup
+            _PROCESSES.pop(self.node.name, None)
+        return host.child_cgroup_pids(self.node.name, PLUGIN_CGROUP)
+
+    def running(self) -> bool:
+        return bool(self.pids())
+
+    def log_size(self) -> int:
+        """Where the log ends now: pass it as ``since`` to look at what comes after."""
+        return self.log_file.stat().st_size if self.log_file.is_file() else 0
+
+    def calls(self, method: str | None = None, *, since: int = 0) -> list[PluginCall]:
+        """The logged calls (of ``method`` only, when given), from byte ``since`` of the log on."""
+        if not self.log_file.is_file():
+            return []
+        with self.log_file.open("rb") as log:
+            log.seek(since)
+            found = parse_calls(log.read().decode(errors="replace"))
+        return [c for c in found if method is None or c.method == method]
+
+    def log_tail(self, lines: int = 30) -> str:
+        if not self.log_file.is_file():
+            return "(no plugin log)"
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+    # -- control ---------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60) -> None:
+        """Start the plugin with :meth:`devices` and return once the kubelet has every resource's
+        list and the Node shows them (capacity counts unhealthy devices, allocatable does not)."""
+        self.node.ensure_running()
+        if self.running():
+            raise RealNodeError(f"the device plugin of {self.node.name} already runs (pids {sorted(self.pids())})")
+        devices = self.devices()
+        if not self.config_file.is_file():
+            write_config(self.config_file, 1, devices)
+        since = self.log_size()
+        procs = host.create_child_cgroup(self.node.name, PLUGIN_CGROUP)
+
+        def join_node_cgroups() -> None:  # in the child, before exec: it starts life inside the node
+            for path in procs:
+                path.write_text("0")
+
+        args = ["--config", str(self.config_file), "--socket-dir", str(self.socket_dir)]
+        with self.log_file.open("ab") as out:
+            _PROCESSES[self.node.name] = subprocess.Popen(
+                [sys.executable, "-m", "testkit.deviceplugin", *args],
+                cwd=REPO,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=join_node_cgroups,
+                start_new_session=True,
+            )
+        self.wait(timeout, since=since)
+
+    def stop(self, timeout: float = _STOP_GRACE) -> None:
+        """SIGTERM (SIGKILL after ``timeout`` s) and wait until it is gone with its sockets; the
+        kubelet then finds the resources' lists ended and marks their devices unhealthy."""
+        deadline = time.monotonic() + timeout
+        pids = self.pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _wait_until(lambda: not self.pids(), 5, lambda: f"the device plugin of {self.node.name} to exit", self.tails)
+        reap(self.node.name)
+        for path in self.sockets().values():  # a killed plugin leaves its sockets behind
+            path.unlink(missing_ok=True)
+
+    def restart(self, timeout: float = 60) -> None:
+        """Stop and start again (it registers anew), as a plugin's crash and restart would."""
+        self.stop()
+        self.start(timeout)
+
+    def update(self, devices: NodeDevices, timeout: float = 60) -> None:
+        """Serve ``devices`` from now on: new lists go out on the open ListAndWatch streams (a
+        resource whose options changed registers again, one added registers, one removed stops).
+        Returns once the kubelet has them and the Node shows them; with the plugin stopped it only
+        records them for the next start."""
+        devices.validate(self.node.topology)
+        old = self.devices()
+        generation = self.generation() + 1
+        since = self.log_size()
+        write_config(self.config_file, generation, devices)
+        if not self.running():
+            return
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGHUP)
+        changed = {r.name for r in devices.resources if r not in old.resources}
+        removed = set(old.names()) - set(devices.names())
+        self.wait(timeout, since=since, resources=changed, generation=generation, removed=removed)
+
+    def set_health(self, resource: str, device_id: str, healthy: bool, timeout: float = 60) -> None:
+        """Mark one device (un)healthy mid-run, as a plugin does when its device fails or recovers."""
+        self.update(self.devices().with_health(resource, device_id, healthy), timeout)
+
+    def wait(
+        self,
+        timeout: float = 60,
+        *,
+        since: int = 0,
+        resources: set[str] | None = None,
+        generation: int = 0,
+        removed: Iterable[str] = (),
+    ) -> None:
+        """Wait until the plugin has sent the kubelet the lists of ``resources`` (default: all it
+        serves) at ``generation`` or later, after byte ``since`` of its log, and the Node's
+        capacity and allocatable show every resource it serves (and none allocatable of the
+        ``removed`` ones). Fails at once when the plugin or the kubelet exits."""
+        devices = self.devices()
+        expected = devices.counts()
+        pending = set(devices.names()) if resources is None else set(resources)
+        last: list[str] = []
+
+        def done() -> bool:
+            if not self.running():
+                raise RealNodeError(f"the device plugin of {self.node.name} exited\n{self.tails()}")
+            self.node.ensure_running()
+            sent = {
+                c.resource
+                for c in self.calls(since=since)
+                if c.method in (LIST_AND_WATCH, LIST_AND_WATCH_UPDATE) and c.generation >= generation
+            }
+            last[:] = [f"no list of {name} sent to the kubelet yet" for name in sorted(pending - sent)]
+            if last:
+                return False
+            last[:] = _node_differences(self.node, expected, removed)
+            return not last
+
+        def what() -> str:
+            return f"node {self.node.name} to show its devices ({'; '.join(last)})"
+
+        _wait_until(done, timeout, what, self.tails)
+
+    def tails(self) -> str:
+        """The plugin's log tail and the kubelet's, for an error message."""
+        return (
+            f"--- {self.log_file.name} (tail) ---\n{self.log_tail()}\n"
+            f"--- kubelet.log (tail) ---\n{self.node.log_tail('kubelet', 20)}"
+        )
+
+
+def _node_differences(node: RealNode, expected: Mapping[str, tuple[int, int]], removed: Iterable[str]) -> list[str]:
+    """How the Node's capacity and allocatable differ from ``expected`` (empty: they agree)."""
+    obj = node.cluster.get_json("node", node.name)
+    if obj is None:
+        return [f"no Node {node.name}"]
+    status = obj.get("status", {})
+    capacity, allocatable = status.get("capacity", {}), status.get("allocatable", {})
+    found = []
+    for name, (total, healthy) in sorted(expected.items()):
+        shown = (capacity.get(name), allocatable.get(name))
+        if shown != (str(total), str(healthy)):
+            found.append(f"{name}: capacity/allocatable {shown[0]}/{shown[1]}, expected {total}/{healthy}")
+    for name in sorted(removed):
+        if allocatable.get(name, "0") != "0":
+            found.append(f"{name}: allocatable {allocatable[name]} after its removal, expected 0")
+    return found
+
+
+def _wait_until(done: Callable[[], bool], within: float, what: Callable[[], str], tails: Callable[[], str]) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        if time.monotonic() > deadline:
+            raise RealNodeError(f"timed out after {within:.0f} s waiting for {what()}\n{tails()}")
+        time.sleep(0.5)  # the Node is read with kubectl: a process each time

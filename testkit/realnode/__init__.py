@@ -7,9 +7,14 @@
     ...  # create it; node.assigned_cpus(uid), node.pod_resources_socket, node.cpu_manager_state()
     remove_node("numa-a")
 
+    gpus = NodeDevices.parse(["example.com/gpu=0,0,1,1"])  # served by a real device plugin
+    node = add_node("numa-b", devices=gpus)  # returns once the Node shows them
+    node.device_plugin.set_health("example.com/gpu", "gpu-0", healthy=False)  # restart(), stop(), calls()
+
 CLI: ``python -m testkit.realnode add|remove|reset|list|down`` (``hack/cluster.sh`` uses it).
 """
 
+from testkit.realnode.devices import Device, DeviceResource, DevicesError, NodeDevices
 from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
 from testkit.realnode.images import PAUSE_IMAGE, WORKLOAD_IMAGE
 from testkit.realnode.node import (
@@ -37,9 +42,13 @@ __all__ = [
     "NODE_TOLERATION",
     "PAUSE_IMAGE",
     "WORKLOAD_IMAGE",
+    "Device",
+    "DeviceResource",
+    "DevicesError",
     "KubeletDiedError",
     "KubeletSettings",
     "MissingToolError",
+    "NodeDevices",
     "RealNode",
     "RealNodeError",
     "SettingsError",

@@ -12,6 +12,7 @@
 Topology: ``--topology FILE`` (YAML as Topology.to_dict writes it) or ``--zones``,
 ``--cores-per-zone``, ``--memory-per-zone``, ``--smt``, ``--hugepages-2mi``, ``--hugepages-1gi``.
 Settings: ``--settings FILE`` (YAML as KubeletSettings.to_dict writes it) plus overrides.
+Devices: ``--device NAME[:OPTION...]=DEVICE,...``, one per resource (see ``add --help``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.realnode.cluster import LocalCluster
+from testkit.realnode.devices import NodeDevices
 from testkit.realnode.errors import RealNodeError
 from testkit.realnode.node import (
     RealNode,
@@ -73,6 +75,17 @@ def _shape_options(parser: argparse.ArgumentParser) -> None:
     kubelet.add_argument(
         "--cpu-manager-option", action="append", default=[], metavar="K=V", help="e.g. full-pcpus-only=true"
     )
+    devices = parser.add_argument_group(
+        "devices (served to the kubelet by the node's device plugin)",
+        "--device NAME[:OPTION...]=DEVICE,DEVICE,... -- one extended resource and its devices; repeatable.\n"
+        "OPTION: preferred (the plugin offers GetPreferredAllocation), prestart (it asks for\n"
+        "PreStartContainer). DEVICE: [ID@]ZONES[!] -- ZONES a NUMA zone (0), zones joined by +\n"
+        "(0+1: between two zones) or - (no topology reported); ! an unhealthy device; ID defaults\n"
+        "to gpu-0, gpu-1... after the resource name. Nothing after =: a resource without devices.\n"
+        "Examples: example.com/gpu=0,0,1,1 (two GPUs per zone), example.com/nic=0+1,0+1,\n"
+        "example.com/gpu:preferred=0,1! (zone 1's GPU unhealthy), example.com/fpga=-",
+    )
+    devices.add_argument("--device", action="append", default=[], metavar="SPEC", help="a resource and its devices")
     parser.add_argument("--timeout", type=float, default=90, help="seconds to wait for each node (default 90)")
 
 
@@ -91,6 +104,13 @@ def _topology(args: argparse.Namespace, current: Topology | None) -> Topology | 
         hugepages_2mi=args.hugepages_2mi,
         hugepages_1gi=args.hugepages_1gi,
     )
+
+
+def _devices(args: argparse.Namespace) -> NodeDevices | None:
+    """The ``--device`` specs (None: none given, keep what there is)."""
+    if getattr(args, "no_devices", False):
+        return NodeDevices()
+    return NodeDevices.parse(args.device) if args.device else None
 
 
 def _pairs(values: list[str]) -> dict[str, str]:
@@ -136,6 +156,7 @@ def _summary(node: RealNode) -> dict[str, Any]:
             if condition["type"] == "Ready":
                 ready = "Ready" if condition["status"] == "True" else "NotReady"
     s = node.settings
+    plugin = node.device_plugin
     return {
         "name": node.name,
         "kubelet": "running" if node.kubelet_running() else "stopped",
@@ -144,23 +165,34 @@ def _summary(node: RealNode) -> dict[str, Any]:
         "topology": node.topology.describe(),
         "policies": f"cpu={s.cpu_manager_policy}(reserved {s.reserved_system_cpus or '-'}) "
         f"memory={s.memory_manager_policy} topology={s.topology_manager_policy}/{s.topology_manager_scope}",
+        "devices": plugin.devices().specs(),
+        "devicePlugin": "running" if plugin.running() else "stopped" if plugin.devices().resources else "none",
         "dir": str(node.layout.root),
     }
+
+
+def _shape(node: RealNode) -> str:
+    devices = f"; devices {node.devices.describe()}" if node.devices.resources else ""
+    return node.topology.describe() + devices
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testkit.realnode", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    add = sub.add_parser("add", help="start real nodes")
+    raw = argparse.RawDescriptionHelpFormatter  # keeps the lines of the --device help
+    add = sub.add_parser("add", help="start real nodes", formatter_class=raw)
     add.add_argument("names", nargs="+")
     _shape_options(add)
-    ensure = sub.add_parser("ensure", help="have PREFIX0..PREFIX<COUNT-1> running (adds what is missing)")
+    ensure = sub.add_parser(
+        "ensure", help="have PREFIX0..PREFIX<COUNT-1> running (adds what is missing)", formatter_class=raw
+    )
     ensure.add_argument("count", type=int)
     ensure.add_argument("--prefix", default="realnode-")
     _shape_options(ensure)
-    reset = sub.add_parser("reset", help="restart a node from a clean state, optionally reshaped")
+    reset = sub.add_parser("reset", help="restart a node from a clean state, optionally reshaped", formatter_class=raw)
     reset.add_argument("name")
     reset.add_argument("--keep-pods", action="store_true", help="do not force-delete the node's pods first")
+    reset.add_argument("--no-devices", action="store_true", help="drop the node's devices (and its device plugin)")
     _shape_options(reset)
     remove = sub.add_parser("remove", help="stop nodes and delete everything they had")
     remove.add_argument("names", nargs="+")
@@ -176,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("add", "ensure"):
             names = args.names if args.command == "add" else [f"{args.prefix}{i}" for i in range(args.count)]
             existing = {n.name for n in list_nodes()} if args.command == "ensure" else set()
-            topology, settings = _topology(args, None), _settings(args, None)
+            topology, settings, devices = _topology(args, None), _settings(args, None), _devices(args)
             for name in names:
                 if name in existing:
                     node = get_node(name)
@@ -185,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                         reset_node(name, timeout=args.timeout)
                     continue
                 started = time.monotonic()
-                node = add_node(name, topology, settings, timeout=args.timeout)
-                print(f"{name}: Ready in {time.monotonic() - started:.1f} s - {node.topology.describe()}")
+                node = add_node(name, topology, settings, devices=devices, timeout=args.timeout)
+                print(f"{name}: Ready in {time.monotonic() - started:.1f} s - {_shape(node)}")
         elif args.command == "reset":
             current = get_node(args.name)
             started = time.monotonic()
@@ -194,10 +226,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.name,
                 _topology(args, current.topology),
                 _settings(args, current.settings),
+                devices=_devices(args),
                 drain=not args.keep_pods,
                 timeout=args.timeout,
             )
-            print(f"{node.name}: reset, Ready in {time.monotonic() - started:.1f} s - {node.topology.describe()}")
+            print(f"{node.name}: reset, Ready in {time.monotonic() - started:.1f} s - {_shape(node)}")
         elif args.command == "remove":
             for name in args.names:
                 remove_node(name)
@@ -209,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             for row in [] if args.json else rows:
                 print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
                 print(f"  {row['topology']}\n  {row['policies']}")
+                if row["devices"]:
+                    print(f"  devices ({row['devicePlugin']} plugin): {' '.join(row['devices'])}")
         elif args.command == "usage":
             nodes = list_nodes()
             first = {n.name: n.usage() for n in nodes}

@@ -63,6 +63,15 @@ def check_resource_name(name: str) -> None:
         )
 
 
+def is_extended_resource(name: str) -> bool:
+    """Whether the kubelet would take ``name`` for an extended resource (see :func:`check_resource_name`)."""
+    try:
+        check_resource_name(name)
+    except DevicesError:
+        return False
+    return True
+
+
 def default_id(resource: str, position: int) -> str:
     """The id a device gets in the text form unless one is given: ``gpu-0`` for the first of
     ``example.com/gpu``."""

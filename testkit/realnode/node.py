@@ -51,7 +51,7 @@ from typing import Any
 from testkit.realnode import device_plugin, host
 from testkit.realnode.cluster import LocalCluster, wait
 from testkit.realnode.device_plugin import DevicePlugin
-from testkit.realnode.devices import NodeDevices
+from testkit.realnode.devices import NodeDevices, is_extended_resource
 from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
 from testkit.realnode.images import PAUSE_IMAGE, archives
 from testkit.realnode.settings import KubeletSettings
@@ -541,6 +541,7 @@ def reset_node(
     _stop(old, keep_bridge=True)
     if drain:
         _delete_pods_on(cluster, name)
+    _drop_extended_resources(cluster, name)
     with _nodes_lock(cluster):
         # After a reboot the shared mount points may be gone; the inotify limit may have been restored.
         host.claim_host(cluster.nodes_dir)
@@ -841,7 +842,9 @@ def _kubelet_configuration(node: RealNode) -> dict[str, Any]:
         # Images cannot be pulled again: never garbage-collect them.
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
-        "nodeStatusUpdateFrequency": "5s",
+        # Device counts reach the Node only with a status update: a node with devices updates
+        # every second, so a plugin's registration or change shows without waiting 5 s.
+        "nodeStatusUpdateFrequency": "1s" if record.devices.resources else "5s",
         "nodeStatusReportFrequency": "1m",
         "syncFrequency": "10s",
         "shutdownGracePeriod": "0s",
@@ -1065,6 +1068,23 @@ def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
     stray = host.mounts_under(node.layout.root)
     for mount in sorted(stray, key=len, reverse=True):
         subprocess.run(["umount", "--lazy", mount], capture_output=True)
+
+
+def _drop_extended_resources(cluster: LocalCluster, name: str) -> None:
+    """Remove the device resources from a stopped node's status. The new kubelet of a reset starts
+    with a wiped device manager: it reports the resources its plugin registers, never zeroes the
+    others (its checkpoint directory is not empty once it listens), and a Node still offering
+    them would mislead whatever reads it."""
+    obj = cluster.get_json("node", name)
+    status = (obj or {}).get("status", {})
+    ops = [
+        {"op": "remove", "path": f"/status/{field}/{resource.replace('~', '~0').replace('/', '~1')}"}
+        for field in ("capacity", "allocatable")
+        for resource in status.get(field) or {}
+        if is_extended_resource(resource)
+    ]
+    if ops:
+        cluster.kubectl("patch", "node", name, "--subresource=status", "--type=json", "-p", json.dumps(ops))
 
 
 def _delete_pods_on(cluster: LocalCluster, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from testkit.realnode.images import WORKLOAD_IMAGE
@@ -16,13 +17,15 @@ def workload_pod(
     memory: str | None = None,
     hugepages_2mi: str | None = None,
     hugepages_1gi: str | None = None,
+    devices: Mapping[str, int] | None = None,
     containers: int = 1,
     command: list[str] | None = None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A pod running :data:`WORKLOAD_IMAGE` that tolerates the real nodes' taint.
 
-    ``node`` binds it directly (skipping the scheduler); ``cpu``/``memory``/hugepages become both
+    ``node`` binds it directly (skipping the scheduler); ``cpu``/``memory``/hugepages and
+    ``devices`` (extended resource -> count, served by the node's device plugin) become both
     requests and limits of every container, so with an integer ``cpu`` and a ``memory`` the pod is
     Guaranteed and the static CPU manager gives each container exclusive CPUs.
     """
@@ -35,6 +38,7 @@ def workload_pod(
     ):
         if value is not None:
             resources[key] = str(value)
+    resources.update({name: str(count) for name, count in (devices or {}).items()})
     container: dict[str, Any] = {"image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}
     if resources:
         container["resources"] = {"requests": dict(resources), "limits": dict(resources)}

@@ -229,11 +229,6 @@ class DevicePlugin:
             write_config(self.config_file, 1, devices)
         since = self.log_size()
         procs = host.create_child_cgroup(self.node.name, PLUGIN_CGROUP)
-
-        def join_node_cgroups() -> None:  # in the child, before exec: it starts life inside the node
-            for path in procs:
-                path.write_text("0")
-
         args = ["--config", str(self.config_file), "--socket-dir", str(self.socket_dir)]
         with self.log_file.open("ab") as out:
             _PROCESSES[self.node.name] = subprocess.Popen(
@@ -243,7 +238,7 @@ class DevicePlugin:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=join_node_cgroups,
+                preexec_fn=host.joining(procs),
                 start_new_session=True,
             )
         self.wait(timeout, since=since)

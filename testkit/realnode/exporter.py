@@ -150,11 +150,6 @@ def start_exporter(
         *("--metrics-port", str(metrics_port), "--health-port", str(health)),
     ]
     procs = host.create_child_cgroup(node.name, EXPORTER_CGROUP)
-
-    def join_node_cgroups() -> None:  # in the child, before exec: it starts life inside the node
-        for path in procs:
-            path.write_text("0")
-
     env = {**os.environ, "KUBECONFIG": str(node.cluster.kubeconfig), "PYTHONUNBUFFERED": "1"}
     env.pop("NODE_NAME", None)
     log = work / "exporter.log"
@@ -166,7 +161,7 @@ def start_exporter(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=join_node_cgroups,
+            preexec_fn=host.joining(procs),
             start_new_session=True,
         )
     exporter = NodeExporter(node, proc, health, metrics_port, log, podresources, args)

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +155,17 @@ def create_child_cgroup(node: str, child: str) -> list[Path]:
             _copy_if_empty(path, "cpuset.mems")
         procs.append(path / "cgroup.procs")
     return procs
+
+
+def joining(procs: list[Path]) -> Callable[[], None]:
+    """A ``preexec_fn`` that moves the child into the cgroups whose ``cgroup.procs`` files
+    ``procs`` lists, before it execs: it starts life inside the node."""
+
+    def join() -> None:
+        for path in procs:
+            path.write_text("0")
+
+    return join
 
 
 def daemons_procs(node: str) -> list[Path]:

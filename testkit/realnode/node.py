@@ -939,24 +939,10 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
     """Run the launcher and wait until the node is Ready with its topology's capacity."""
     layout = node.layout
     started = time.time()
-    deadline = time.monotonic() + timeout
-    with open(layout.logs / "launcher.log", "ab") as log:
-        proc = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", str(layout.launcher)],
-            cwd=layout.root,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # a Ctrl-C meant for the caller must not reach the node
-        )
-    _LAUNCHERS[node.name] = proc
-
-    def alive() -> None:
-        if proc.poll() is not None:
-            raise _died(node, f"the launcher exited with status {proc.returncode}")
-
-    def remaining() -> float:
-        return max(1.0, deadline - time.monotonic())
+    launch = _Launch.run(
+        node, ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", str(layout.launcher)], timeout
+    )
+    alive, remaining = launch.alive, launch.remaining
 
     def socket_ready() -> bool:
         alive()
@@ -964,12 +950,46 @@ def _start(node: RealNode, images: dict[str, Path], timeout: float) -> None:
 
     wait(socket_ready, min(30, remaining()), f"containerd of {node.name} to open its socket")
     _import(node, images.values(), remaining, alive)
-    _wait_ready(node, started, remaining, alive)
+    _wait_ready(node, started, launch)
 
 
-def _wait_ready(node: RealNode, started: float, remaining: Callable[[], float], alive: Callable[[], None]) -> None:
+@dataclass(frozen=True)
+class _Launch:
+    """A process that ends as the node's kubelet (the launcher, or kubelet.sh run again) and the
+    deadline of its start."""
+
+    node: RealNode
+    proc: subprocess.Popen[bytes]
+    deadline: float
+
+    @classmethod
+    def run(cls, node: RealNode, args: list[str], timeout: float, join: list[Path] | None = None) -> _Launch:
+        """Start ``args`` (output to launcher.log; in the cgroups whose procs files ``join`` lists)."""
+        with open(node.layout.logs / "launcher.log", "ab") as log:
+            proc = subprocess.Popen(
+                args,
+                cwd=node.layout.root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=host.joining(join) if join else None,
+                start_new_session=True,  # a Ctrl-C meant for the caller must not reach the node
+            )
+        _LAUNCHERS[node.name] = proc
+        return cls(node, proc, time.monotonic() + timeout)
+
+    def alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise _died(self.node, f"the launcher exited with status {self.proc.returncode}")
+
+    def remaining(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
+
+
+def _wait_ready(node: RealNode, started: float, launch: _Launch) -> None:
     """Wait until the kubelet started at ``started`` (epoch seconds) answers /healthz and has
     reported the node Ready with its topology's capacity."""
+    alive, remaining = launch.alive, launch.remaining
 
     def healthy() -> bool:
         alive()
@@ -1022,35 +1042,12 @@ def _restart_kubelet(node: RealNode, timeout: float) -> None:
     plugin = node.device_plugin
     since = plugin.log_size()
     started = time.time()
-    deadline = time.monotonic() + timeout
-    procs = host.daemons_procs(node.name)
-
-    def join_daemons() -> None:  # in the child, before exec: where the first kubelet ran
-        for path in procs:
-            path.write_text("0")
-
-    with open(node.layout.logs / "launcher.log", "ab") as log:
-        proc = subprocess.Popen(
-            ["nsenter", f"--mount=/proc/{containerd}/ns/mnt", "--", "/bin/sh", str(node.layout.kubelet_script)],
-            cwd=node.layout.root,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=join_daemons,
-            start_new_session=True,
-        )
-    _LAUNCHERS[node.name] = proc
-
-    def alive() -> None:
-        if proc.poll() is not None:
-            raise _died(node, f"the restarted kubelet exited with status {proc.returncode}")
-
-    def remaining() -> float:
-        return max(1.0, deadline - time.monotonic())
-
-    _wait_ready(node, started, remaining, alive)
+    args = ["nsenter", f"--mount=/proc/{containerd}/ns/mnt", "--", "/bin/sh", str(node.layout.kubelet_script)]
+    # Into the daemons cgroup, where the first kubelet ran, so that teardown finds this one too.
+    launch = _Launch.run(node, args, timeout, join=host.daemons_procs(node.name))
+    _wait_ready(node, started, launch)
     if plugin.running():
-        plugin.wait(remaining(), since=since)
+        plugin.wait(launch.remaining(), since=since)
 
 
 def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:

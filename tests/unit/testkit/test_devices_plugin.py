@@ -202,3 +202,14 @@ def test_the_preferred_allocation_keeps_what_must_be_in_and_counts_ids_naturally
     assert preferred_allocation(["a", "b", "c"], ["a"], 3) == ["a", "c", "b"]
     assert preferred_allocation(["a"], [], 3) == ["a"]
     assert env_name("example.com/my-gpu.v2") == "TOPOSCHED_DEVICES_EXAMPLE_COM_MY_GPU_V2"
+
+
+def test_the_services_have_the_kubelets_method_paths() -> None:
+    """The kubelet calls /v1beta1.Registration/Register and /v1beta1.DevicePlugin/<method>."""
+    services = {s.full_name: [m.name for m in s.methods] for s in api_pb2.DESCRIPTOR.services_by_name.values()}
+    assert services == {
+        "v1beta1.Registration": ["Register"],
+        "v1beta1.DevicePlugin": [
+            "GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation", "Allocate", "PreStartContainer",
+        ],
+    }  # fmt: skip

@@ -1,5 +1,6 @@
 """The plugin process: one gRPC server per resource on its own socket, registered with the
-kubelet, kept registered across kubelet restarts, and changed by SIGHUP.
+kubelet, kept registered across kubelet restarts, changed by SIGHUP; SIGUSR1 registers every
+resource once more, on the sockets it serves (the kubelet then holds two streams).
 
 A kubelet that starts removes every socket in its device-plugins directory and creates a new
 ``kubelet.sock``: the plugin notices (the socket's inode and change time differ from those it
@@ -112,6 +113,7 @@ class Plugin:
         self.endpoints: dict[str, Endpoint] = {}
         self.wake = asyncio.Event()
         self.reload_asked = False
+        self.reregister_asked = False
         self.main: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
@@ -119,6 +121,7 @@ class Plugin:
         every socket."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, self._reload)
+        loop.add_signal_handler(signal.SIGUSR1, self._reregister)
         for stop in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop, self._stop)
         generation, devices = read_config(self.config)
@@ -138,6 +141,9 @@ class Plugin:
             if self.reload_asked:
                 self.reload_asked = False
                 await self.reload()
+            if self.reregister_asked:
+                self.reregister_asked = False
+                await self.register_again()
             await self.keep_registered()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), TICK)
@@ -145,6 +151,10 @@ class Plugin:
 
     def _reload(self) -> None:
         self.reload_asked = True
+        self.wake.set()
+
+    def _reregister(self) -> None:
+        self.reregister_asked = True
         self.wake.set()
 
     def _stop(self) -> None:
@@ -173,6 +183,13 @@ class Plugin:
                 await endpoint.close()  # registers again, with the new options, on the next look
                 await asyncio.sleep(SETTLE)
 
+    async def register_again(self) -> None:
+        """Register every served resource again without stopping its server (SIGUSR1)."""
+        kubelet = socket_identity(self.kubelet_socket)
+        for endpoint in self.endpoints.values():
+            if endpoint.server is not None and kubelet is not None:
+                await self._register(endpoint, kubelet, serve=False)
+
     async def keep_registered(self) -> None:
         """Serve and register every resource that is not registered with the running kubelet."""
         kubelet = socket_identity(self.kubelet_socket)
@@ -187,10 +204,11 @@ class Plugin:
                 await asyncio.sleep(SETTLE)
             await self._register(endpoint, kubelet)
 
-    async def _register(self, endpoint: Endpoint, kubelet: Identity) -> None:
-        await endpoint.close()
-        await endpoint.serve()
-        log("Serving", endpoint.name, (), endpoint=endpoint.socket.name, pid=os.getpid())
+    async def _register(self, endpoint: Endpoint, kubelet: Identity, *, serve: bool = True) -> None:
+        if serve:
+            await endpoint.close()
+            await endpoint.serve()
+            log("Serving", endpoint.name, (), endpoint=endpoint.socket.name, pid=os.getpid())
         try:
             await endpoint.register(self.kubelet_socket)
         except grpc.aio.AioRpcError as exc:

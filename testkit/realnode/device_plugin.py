@@ -266,6 +266,17 @@ class DevicePlugin:
         self.stop()
         self.start(timeout)
 
+    def reregister(self, timeout: float = 60) -> None:
+        """Register every resource once more while serving on (SIGUSR1): the kubelet connects
+        again and opens a second ListAndWatch; returns once it has and the Node shows the devices."""
+        if not self.running():
+            raise RealNodeError(f"the device plugin of {self.node.name} does not run\n{self.tails()}")
+        since = self.log_size()
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        self.wait(timeout, since=since)
+
     def update(self, devices: NodeDevices, timeout: float = 60) -> None:
         """Serve ``devices`` from now on: new lists go out on the open ListAndWatch streams (a
         resource whose options changed registers again, one added registers, one removed stops).

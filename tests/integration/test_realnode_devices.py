@@ -23,6 +23,7 @@ from testkit.cluster import skip_or_fail, wait_for
 from testkit.realnode import (
     NodeDevices,
     RealNode,
+    RealNodeError,
     add_node,
     leftovers,
     list_nodes,
@@ -178,6 +179,8 @@ async def test_a_stopped_or_restarted_plugin_and_a_restarted_kubelet(api: client
     await asyncio.to_thread(plugin.stop)
     assert not plugin.running()
     assert not any(p.exists() for p in plugin.sockets().values())
+    with pytest.raises(RealNodeError, match=r"the device plugin of rd-\w+ exited\n--- plugin.log"):
+        plugin.wait(5)  # at once, with the tails of its log and the kubelet's
 
     # The kubelet marks a stopped plugin's devices unhealthy (their capacity stays for its grace period).
     async def dropped() -> bool:
@@ -185,7 +188,7 @@ async def test_a_stopped_or_restarted_plugin_and_a_restarted_kubelet(api: client
 
     await wait_for(dropped, within=30, what="the stopped plugin's GPUs to leave allocatable")
 
-    for action in (plugin.start, plugin.restart, node.restart_kubelet):
+    for action in (plugin.start, plugin.restart, plugin.reregister, node.restart_kubelet):
         since = plugin.log_size()
         await asyncio.to_thread(action)  # each returns once the kubelet has the lists and the Node shows them
         registered = sorted(c.resource for c in plugin.calls(REGISTER, since=since))

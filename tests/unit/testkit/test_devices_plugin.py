@@ -176,6 +176,12 @@ async def test_a_restarted_kubelet_gets_new_sockets_and_registrations(kubelet: R
     assert all((plugin.directory / r.endpoint).is_socket() for r in again.values())
     await _eventually(lambda: len(plugin.calls("Register")) == 4)  # logged once the call returned
 
+    # SIGUSR1: registered once more, on the same sockets.
+    served = {p: p.stat().st_ino for p in plugin.directory.glob("tsdp-*.sock")}
+    plugin.proc.send_signal(signal.SIGUSR1)
+    assert set(await _registered(kubelet)) == {"example.com/gpu", "example.com/fpga"}
+    assert {p: p.stat().st_ino for p in plugin.directory.glob("tsdp-*.sock")} == served
+
     plugin.proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(plugin.proc.wait(), 10) == 0
     assert sorted(p.name for p in plugin.directory.glob("*.sock")) == ["kubelet.sock"]

@@ -36,7 +36,7 @@ from testkit.realnode.device_plugin import ALLOCATE, PREFERRED, REGISTER
 from toposched.exporter.podresources.client import PodResourcesClient
 from toposched.exporter.topology import DeviceSet
 
-pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
+pytestmark = pytest.mark.cluster
 
 GPU, NIC, ACCEL = "example.com/gpu", "example.com/nic", "example.com/accel"
 # gpu-0, gpu-1 on zone 0; gpu-2, gpu-3 on zone 1; gpu-4 on zone 1, unhealthy. The GPUs' plugin

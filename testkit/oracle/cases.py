@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from testkit.realnode.devices import Device, DeviceResource, NodeDevices
 from testkit.realnode.settings import KubeletSettings, SettingsError
 from testkit.realnode.topology import GIB, MIB, Topology, Zone, format_bytes
 
@@ -27,6 +28,8 @@ class Case:
     pods: tuple[Spec, ...]
     kinds: tuple[str, ...] = field(default=())
     """What each pod was drawn as (guaranteed, burstable, sidecar, ...), for the report."""
+    devices: NodeDevices = field(default_factory=NodeDevices)
+    """What the node's device plugin reports."""
 
     @property
     def label(self) -> str:
@@ -37,7 +40,8 @@ class Case:
         options = ",".join(f"{k}={v}" for k, v in sorted(s.topology_manager_policy_options.items()))
         managers = f"cpu {s.cpu_manager_policy} (reserved {s.reserved_system_cpus}), memory {s.memory_manager_policy}"
         policy = f"{s.topology_manager_policy}/{s.topology_manager_scope}" + (f" [{options}]" if options else "")
-        return f"{self.topology.describe()}; {managers}; {policy}; pods: {', '.join(self.kinds)}"
+        devices = f"; devices {' '.join(self.devices.specs())}" if self.devices.resources else ""
+        return f"{self.topology.describe()}; {managers}; {policy}{devices}; pods: {', '.join(self.kinds)}"
 
 
 def generate(seed: int, count: int, first: int = 0) -> list[Case]:
@@ -53,8 +57,9 @@ def case(seed: int, number: int) -> Case:
             settings.validate(topology)
         except SettingsError:
             continue
-        pods, kinds = _pods(rng, topology, settings)
-        return Case(number, seed, topology, settings, tuple(pods), tuple(kinds))
+        devices = _devices(rng, topology)
+        pods, kinds = _pods(rng, topology, settings, devices)
+        return Case(number, seed, topology, settings, tuple(pods), tuple(kinds), devices)
     raise AssertionError(f"no valid case drawn for seed {seed}, case {number}")
 
 
@@ -92,6 +97,39 @@ def _distances(rng: random.Random, count: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(row) for row in table)
 
 
+# -- devices -----------------------------------------------------------------------------------------
+
+DEVICE_NAMES = ("example.com/deviceA", "example.com/deviceB", "example.com/gpu")
+
+
+def _devices(rng: random.Random, topology: Topology) -> NodeDevices:
+    """On most machines 1-3 device resources: 0-4 devices per zone, some attached to two zones
+    (a NIC between sockets), some without topology, some unhealthy; the plugin offers
+    GetPreferredAllocation or not."""
+    if rng.random() < 0.25:
+        return NodeDevices()
+    zones = len(topology.zones)
+    resources = []
+    for name in rng.sample(DEVICE_NAMES, rng.randint(1, 3)):
+        numa: list[tuple[int, ...]] = []
+        for z in range(zones):
+            numa += [(z,)] * rng.choices(range(5), weights=(3, 4, 3, 2, 1))[0]
+        if zones > 1 and rng.random() < 0.35:
+            for _ in range(rng.randint(1, 2)):
+                z = rng.randrange(zones - 1)
+                numa.append((z, z + 1))
+        if rng.random() < 0.25:
+            numa += [()] * rng.randint(1, 2)
+        if not numa:
+            numa.append((rng.randrange(zones),))
+        rng.shuffle(numa)
+        devices = tuple(
+            Device(f"{name.rsplit('/', 1)[1]}-{i}", n, healthy=rng.random() >= 0.08) for i, n in enumerate(numa)
+        )
+        resources.append(DeviceResource(name, devices, preferred_allocation=rng.random() < 0.5))
+    return NodeDevices(tuple(resources))
+
+
 # -- kubelets ----------------------------------------------------------------------------------------
 
 
@@ -124,24 +162,80 @@ def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
 # -- pods ----------------------------------------------------------------------------------------
 
 
-def _pods(rng: random.Random, topology: Topology, settings: KubeletSettings) -> tuple[list[Spec], list[str]]:
-    """Enough pods to fill the node: their CPU requests add up to more than it has."""
+def _pods(
+    rng: random.Random, topology: Topology, settings: KubeletSettings, devices: NodeDevices
+) -> tuple[list[Spec], list[str]]:
+    """Enough pods to fill the node: their CPU requests add up to more than it has; on a node
+    with devices, half of them ask for some."""
     widest = max(len(topology.cpus(i)) for i in range(len(topology.zones)))
     biggest_memory = max(z.memory - z.hugepages_bytes for z in topology.zones)
     hugepages = {size for z in topology.zones for size, n in (("2Mi", z.hugepages_2mi), ("1Gi", z.hugepages_1gi)) if n}
     kinds = ["guaranteed"] * 6 + ["multi", "fractional", "burstable", "besteffort", "init", "sidecar", "memory"]
     if hugepages:
         kinds += ["hugepages"] * 2
+    names = devices.names()
+    device_kinds = ["device-besteffort", "device-burstable", "device-cpus", "device-cpus", "device-memory"]
+    device_kinds += ["device-multi", "device-init", "device-sidecar"] + (["device-two"] * 2 if len(names) > 1 else [])
     pods: list[Spec] = []
     drawn: list[str] = []
     asked = 0.0
     while asked <= topology.cpu_count + 2 and len(pods) < 8:
-        kind = rng.choice(kinds)
-        spec, cpus = _pod(rng, kind, widest, biggest_memory, sorted(hugepages))
+        if names and rng.random() < 0.5:
+            kind = rng.choice(device_kinds)
+            spec, cpus = _device_pod(rng, kind, widest, names)
+        else:
+            kind = rng.choice(kinds)
+            spec, cpus = _pod(rng, kind, widest, biggest_memory, sorted(hugepages))
         pods.append(spec)
         drawn.append(kind)
         asked += max(cpus, 0.5)
     return pods, drawn
+
+
+def _with_devices(container: Spec, wanted: dict[str, int]) -> Spec:
+    """The container asking ``wanted`` devices too (requests and limits, as extended resources must)."""
+    resources = dict(container.get("resources") or {})
+    for key in ("requests", "limits"):
+        resources[key] = {**(resources.get(key) or {}), **{r: str(n) for r, n in wanted.items()}}
+    return {**container, "resources": resources}
+
+
+def _device_pod(rng: random.Random, kind: str, widest: int, names: list[str]) -> tuple[Spec, float]:
+    """A pod asking for devices of ``kind``: alone (BestEffort, Burstable), beside exclusive CPUs,
+    beside pinned memory, two device types at once, in several containers, in an init container
+    or a sidecar."""
+    name = rng.choice(names)
+    count = rng.choices((1, 2, 3), weights=(5, 3, 1))[0]
+    cpu = rng.randint(1, max(1, widest))
+    if kind == "device-besteffort":
+        return {"containers": [_with_devices({"name": "app"}, {name: count})]}, 0
+    if kind == "device-burstable":
+        app = {"name": "app", "resources": {"requests": {"cpu": "100m", "memory": _memory(rng)}}}
+        return {"containers": [_with_devices(app, {name: count})]}, 0.1
+    if kind == "device-cpus":
+        return {"containers": [_with_devices(_guaranteed("app", str(cpu), _memory(rng)), {name: count})]}, cpu
+    if kind == "device-memory":
+        app = _guaranteed("app", "1", rng.choice(("512Mi", "1Gi", "1536Mi")))
+        return {"containers": [_with_devices(app, {name: count})]}, 1
+    if kind == "device-two":
+        a, b = rng.sample(names, 2)
+        app = _with_devices(_guaranteed("app", str(cpu), _memory(rng)), {a: count, b: rng.randint(1, 2)})
+        return {"containers": [app]}, cpu
+    if kind == "device-multi":
+        sizes = [rng.randint(1, max(1, widest // 2)) for _ in range(2)]
+        containers = [
+            _with_devices(_guaranteed(f"app{i}", str(n), _memory(rng)), {name: 1}) for i, n in enumerate(sizes)
+        ]
+        return {"containers": containers}, sum(sizes)
+    if kind == "device-init":
+        init = _with_devices(_guaranteed("init", "1", _memory(rng)), {name: count})
+        app = _with_devices(_guaranteed("app", str(cpu), _memory(rng)), {name: rng.randint(1, count)})
+        return {"initContainers": [init], "containers": [app]}, cpu
+    if kind == "device-sidecar":
+        sidecar = _with_devices(_guaranteed("sidecar", "1", _memory(rng)), {name: 1}) | {"restartPolicy": "Always"}
+        app = _with_devices(_guaranteed("app", str(cpu), _memory(rng)), {name: count})
+        return {"initContainers": [sidecar], "containers": [app]}, cpu + 1
+    raise ValueError(f"unknown pod kind {kind}")
 
 
 def _memory(rng: random.Random, heavy: int | None = None) -> str:

@@ -3,7 +3,9 @@
 Compared per pod: admission (rejected means ``TopologyAffinityError`` or the Memory Manager's
 ``UnexpectedAdmissionError``) and, for admitted pods, the NUMA zones: the zones of a container's
 exclusive CPUs and of its pinned memory must lie within the zones predicted for it (the aligned
-mask, plus the zones its CPUs spill over to when the mask cannot hold them all). Pure.
+mask, plus the zones its CPUs or devices spill over to when the mask cannot hold them all), and
+every device it got must be attached to one of them (as the device manager calls a device
+aligned; a device without topology is aligned nowhere and checked for nothing). Pure.
 
 A documented disagreement is one the NRT cannot tell the predictor about; each has an entry in
 ``docs/oracle.md`` with the kubelet's reason and why toposched differs. Everything else is a bug
@@ -75,5 +77,11 @@ def _differences(case: Case, step: Step) -> list[Disagreement]:
         expected = predicted.zones.get("pod" if pod_scope else container)
         if expected is not None and not set(zones) <= set(expected):
             detail = f"{container}: memory pinned to zones {list(zones)}, predicted {list(expected)}"
+            out.append(Disagreement(case.number, step.index, "zones", detail))
+    for container, devices in sorted(observed.device_zones.items()):
+        expected = predicted.zones.get("pod" if pod_scope else container)
+        stray = [(r, list(z)) for r, z in devices if z and expected is not None and not set(z) & set(expected)]
+        if stray:
+            detail = f"{container}: devices {stray} attached to none of the predicted zones {list(expected or ())}"
             out.append(Disagreement(case.number, step.index, "zones", detail))
     return out

@@ -6,7 +6,8 @@ the kubelet reads, its KubeletConfiguration, its PodResources answers) and the e
 predictor (``placement.kubelet.predict``) judges the pod against it. Then the pod is bound to the
 node and the kubelet decides: rejected (``TopologyAffinityError``, or the Memory Manager's
 ``UnexpectedAdmissionError``) or admitted, and then on which NUMA zones it put the container's
-exclusive CPUs and pinned memory (PodResources ``List``).
+exclusive CPUs, pinned memory and devices (PodResources ``List``). The node's devices come
+from a real device plugin (``testkit.deviceplugin``) that the kubelet's device manager calls.
 
 The pods use a RuntimeClass whose handler no runtime has: the kubelet admits them and allocates
 their CPUs and memory as for any pod, but never starts a sandbox, which keeps the hundreds of
@@ -74,6 +75,8 @@ class Observation:
     """Container -> NUMA zones of its exclusive CPUs (containers without any are absent)."""
     memory_zones: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Container -> NUMA zones of its pinned memory and hugepages (Static Memory Manager)."""
+    device_zones: Mapping[str, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict)
+    """Container -> (resource, NUMA zones) of each device it got (() : the device has no topology)."""
 
 
 @dataclass(frozen=True)
@@ -201,9 +204,9 @@ class Observer:
         try:
             get_node(self.node_name)
         except RealNodeError:
-            return add_node(self.node_name, case.topology, case.settings)
+            return add_node(self.node_name, case.topology, case.settings, devices=case.devices)
         try:
-            return reset_node(self.node_name, case.topology, case.settings)
+            return reset_node(self.node_name, case.topology, case.settings, devices=case.devices)
         except RealNodeError:
             remove_node(self.node_name)  # a node that failed to restart is left stopped
             raise
@@ -255,13 +258,20 @@ class Observer:
 def _admitted(node: RealNode, use: PodUse | None) -> Observation:
     cpu: dict[str, tuple[int, ...]] = {}
     memory: dict[str, tuple[int, ...]] = {}
+    devices: dict[str, tuple[tuple[str, tuple[int, ...]], ...]] = {}
     for container in use.containers if use is not None else ():
         if container.cpu_ids:
             cpu[container.name] = tuple(sorted({node.topology.zone_of_cpu(c) for c in container.cpu_ids}))
         pinned = sorted({n for block in container.memory for n in block.numa})
         if pinned:
             memory[container.name] = tuple(pinned)
-    return Observation(True, cpu_zones=cpu, memory_zones=memory)
+        attached: dict[tuple[str, str], set[int]] = {}  # listed once per NUMA node of the device
+        for d in container.devices:
+            for device_id in d.ids:
+                attached.setdefault((d.resource, device_id), set()).update(d.numa)
+        if attached:
+            devices[container.name] = tuple(sorted((r, tuple(sorted(z))) for (r, _), z in attached.items()))
+    return Observation(True, cpu_zones=cpu, memory_zones=memory, device_zones=devices)
 
 
 def _does_not_fit(pod: Pod, admitted: Sequence[Pod], allocatable: Mapping[str, Decimal]) -> str:

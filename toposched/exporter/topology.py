@@ -385,26 +385,19 @@ def _devices(inputs: Inputs, zones: dict[int, _Figures], attributes: dict[str, s
 
 
 def _attached(allocatable: Allocatable, numa_ids: set[int]) -> tuple[dict[tuple[str, str], tuple[int, ...]], list[str]]:
-    """(resource, device id) -> the NUMA zones it is attached to; and what was left out: a NUMA id
-    the machine does not have (the kubelet leaves it out of its masks too), a device listed twice
-    (counted once)."""
-    attached: dict[tuple[str, str], tuple[int, ...]] = {}
+    """(resource, device id) -> the NUMA zones it is attached to, and what was left out. The
+    kubelet lists a device once per NUMA node it is attached to; the entries are joined again. A
+    NUMA id the machine does not have is left out (the kubelet leaves it out of its masks too)."""
+    zones: dict[tuple[str, str], set[int]] = {}
     unknown: set[int] = set()
-    twice: set[str] = set()
     for devices in allocatable.devices:
         unknown.update(n for n in devices.numa if n not in numa_ids)
-        numa = tuple(sorted({n for n in devices.numa if n in numa_ids}))
         for device_id in devices.ids:
-            if (devices.resource, device_id) in attached:
-                twice.add(f"{devices.resource} {device_id}")
-            else:
-                attached[(devices.resource, device_id)] = numa
+            zones.setdefault((devices.resource, device_id), set()).update(n for n in devices.numa if n in numa_ids)
     problems = []
     if unknown:
         problems.append(f"NUMA ids the machine does not have: {', '.join(map(str, sorted(unknown)))}")
-    if twice:
-        problems.append(f"devices listed more than once: {', '.join(sorted(twice))}")
-    return attached, problems
+    return {key: tuple(sorted(numa)) for key, numa in zones.items()}, problems
 
 
 def device_problems(machine: Machine, allocatable: Allocatable) -> str:

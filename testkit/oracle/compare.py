@@ -41,7 +41,29 @@ class Known:
     matches: Callable[[Case, Step, Disagreement], bool]
 
 
-KNOWN: tuple[Known, ...] = ()
+def _asks_unhealthy(case: Case, step: Step, found: Disagreement) -> bool:
+    """Admitted by toposched, rejected by the kubelet, and the pod asks a device resource of which
+    the node has unhealthy devices: the kubelet counts those for its preferred mask size, the NRT
+    cannot say where they are (PodResources lists healthy devices only)."""
+    if found.kind != "admission" or step.observation is None or step.observation.admit:
+        return False
+    unhealthy = {r.name for r in case.devices.resources if any(not d.healthy for d in r.devices)}
+    asked = {
+        resource
+        for containers in (step.spec.get("containers", []), step.spec.get("initContainers", []))
+        for c in containers
+        for resource in ((c.get("resources") or {}).get("limits") or {})
+    }
+    return bool(step.prediction is not None and step.prediction.admit and unhealthy & asked)
+
+
+KNOWN: tuple[Known, ...] = (
+    Known(
+        "unhealthy-devices",
+        "the kubelet sizes preferred device masks with unhealthy devices, whose zones the NRT cannot tell",
+        _asks_unhealthy,
+    ),
+)
 """Documented disagreements (docs/oracle.md), tried in order."""
 
 

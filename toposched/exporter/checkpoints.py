@@ -1,27 +1,32 @@
-"""The kubelet's own accounting of exclusive CPUs and pinned memory: its CPU and Memory Manager
-checkpoint files (``cpu_manager_state``, ``memory_manager_state`` in the kubelet's root dir).
+"""The kubelet's own accounting of exclusive CPUs, pinned memory and devices: its CPU Manager,
+Memory Manager and device manager checkpoint files (``cpu_manager_state``,
+``memory_manager_state``, ``device-plugins/kubelet_internal_checkpoint`` in the kubelet's root dir).
 
 PodResources ``List`` shows what app and sidecar containers hold, but not what a pod's regular
-init containers still hold (the kubelet keeps their CPUs and memory for the app containers to
-reuse), nor the Memory Manager's NUMA groups. The checkpoints do: the CPU Manager's default set
-is exactly the CPUs it can still hand out, and the Memory Manager's machine state is its free
-memory per NUMA node and type. A file that is missing, too big or not what we expect is ignored
-(the NRT then comes from PodResources alone); it is never taken as "nothing in use".
+init containers still hold (the kubelet keeps their CPUs, memory and devices for the app
+containers to reuse, and counts every device they got as allocated until the pod ends), nor the
+Memory Manager's NUMA groups. The checkpoints do: the CPU Manager's default set is exactly the
+CPUs it can still hand out, the Memory Manager's machine state is its free memory per NUMA node
+and type, and the device checkpoint lists the devices of every container. A file that is missing,
+too big or not what we expect is ignored (the NRT then comes from PodResources alone); it is
+never taken as "nothing in use".
 """
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toposched.exporter.sysfs import parse_cpulist
 
 CPU_STATE = "cpu_manager_state"
 MEMORY_STATE = "memory_manager_state"
+DEVICE_STATE = "device-plugins/kubelet_internal_checkpoint"
 MAX_BYTES = 8 * 2**20
 """A checkpoint of thousands of pods is a few hundred KiB; anything far larger is not one."""
+_State = TypeVar("_State")
 
 
 class CheckpointError(ValueError):
@@ -58,10 +63,21 @@ class MemoryState:
     """Pod uid -> container -> its pinned memory blocks."""
 
 
+DeviceId = tuple[str, str]
+"""A device: its resource name and its id."""
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    entries: dict[str, dict[str, frozenset[DeviceId]]] = field(default_factory=dict)
+    """Pod uid -> container -> the devices it was given (init containers included)."""
+
+
 @dataclass(frozen=True)
 class Checkpoints:
     cpu: CpuState | None = None
     memory: MemoryState | None = None
+    devices: DeviceState | None = None
     problems: tuple[str, ...] = ()
     """Why a file was ignored, for the logs."""
 
@@ -124,6 +140,38 @@ def parse_memory_state(text: str, where: str = MEMORY_STATE) -> MemoryState:
     return MemoryState(policy, zones, entries)
 
 
+def parse_device_state(text: str, where: str = DEVICE_STATE) -> DeviceState:
+    """The device manager's checkpoint: ``Data.PodDeviceEntries``, one per container and resource,
+    with the device ids per NUMA node (-1: without topology). ``RegisteredDevices`` is not read:
+    the healthy devices come from PodResources, which also drops a plugin that disconnected."""
+    data = _object(text, where).get("Data")
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{where}: Data is not an object")
+    raw = data.get("PodDeviceEntries")
+    raw = [] if raw is None else raw  # null: no allocation yet
+    if not isinstance(raw, list):
+        raise CheckpointError(f"{where}: PodDeviceEntries is not a list")
+    entries: dict[str, dict[str, set[DeviceId]]] = {}
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise CheckpointError(f"{where}: PodDeviceEntries[{i}] is not an object")
+        uid, container, resource = (entry.get(key) for key in ("PodUID", "ContainerName", "ResourceName"))
+        if not (isinstance(uid, str) and isinstance(container, str) and isinstance(resource, str)):
+            raise CheckpointError(
+                f"{where}: PodDeviceEntries[{i}]: PodUID, ContainerName and ResourceName must be strings"
+            )
+        per_numa = entry.get("DeviceIDs")
+        per_numa = {} if per_numa is None else per_numa  # a Go map marshals to null when nil
+        if not isinstance(per_numa, dict):
+            raise CheckpointError(f"{where}: PodDeviceEntries[{i}].DeviceIDs is not an object")
+        held = entries.setdefault(uid, {}).setdefault(container, set())
+        for numa, ids in per_numa.items():
+            if not isinstance(ids, list) or not all(isinstance(d, str) for d in ids):
+                raise CheckpointError(f"{where}: PodDeviceEntries[{i}].DeviceIDs[{numa!r}] is not a list of ids")
+            held.update((resource, str(d)) for d in ids)
+    return DeviceState({uid: {c: frozenset(ids) for c, ids in held.items()} for uid, held in entries.items()})
+
+
 def _block(raw: object, where: str) -> Block:
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise CheckpointError(f"{where}: not a memory block")
@@ -157,26 +205,47 @@ def stale_pods(checkpoints: Checkpoints, listed: Iterable[Iterable[Holding]]) ->
     return stale
 
 
+DeviceHolding = tuple[str, frozenset[DeviceId]]
+"""What one container holds of devices: its name and its devices."""
+
+
+def device_holders(checkpoints: Checkpoints, listed: Iterable[DeviceHolding], stale: set[str]) -> set[str]:
+    """Pods of the device checkpoint the kubelet still runs: one of their containers holds exactly
+    the devices a container PodResources lists holds (``listed``), or the CPU or Memory Manager
+    checkpoint holds them and :func:`stale_pods` found them live (not in ``stale``). Others are gone:
+    the kubelet forgets their devices at once and writes its checkpoint again at its next allocation."""
+    if checkpoints.devices is None:
+        return set()
+    held = {(name, devices) for name, devices in listed if devices}
+    pinned = {*checkpoints.cpu.entries} if checkpoints.cpu is not None else set()
+    pinned |= {*checkpoints.memory.entries} if checkpoints.memory is not None else set()
+    return {
+        uid
+        for uid, containers in checkpoints.devices.entries.items()
+        if (uid in pinned and uid not in stale) or not held.isdisjoint(containers.items())
+    }
+
+
 def read(state_dir: Path) -> Checkpoints:
-    """Both checkpoints of the kubelet whose root dir is ``state_dir``, each only when readable."""
-    cpu: CpuState | None = None
-    memory: MemoryState | None = None
+    """The three checkpoints of the kubelet whose root dir is ``state_dir``, each only when readable."""
     problems: list[str] = []
-    for name in (CPU_STATE, MEMORY_STATE):
+
+    def parsed(name: str, parse: Callable[[str, str], _State]) -> _State | None:
         path = state_dir / name
         try:
             if not path.is_file():
-                continue
+                return None
             if path.stat().st_size > MAX_BYTES:
                 raise CheckpointError(f"{path}: larger than {MAX_BYTES} bytes")
-            text = path.read_text()
-            if name == CPU_STATE:
-                cpu = parse_cpu_state(text, str(path))
-            else:
-                memory = parse_memory_state(text, str(path))
+            return parse(path.read_text(), str(path))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             problems.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
-    return Checkpoints(cpu, memory, tuple(problems))
+            return None
+
+    cpu = parsed(CPU_STATE, parse_cpu_state)
+    memory = parsed(MEMORY_STATE, parse_memory_state)
+    devices = parsed(DEVICE_STATE, parse_device_state)
+    return Checkpoints(cpu, memory, devices, tuple(problems))
 
 
 def _object(text: str, where: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def add_nrt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubelet-state-dir",
         type=Path,
-        help="the kubelet's root dir, for its CPU and Memory Manager checkpoints (what init containers hold)",
+        help="the kubelet's root dir, for its CPU, Memory and device manager checkpoints (what init containers hold)",
     )
     parser.add_argument(
         "--fingerprint-method", choices=FINGERPRINT_METHODS, default=ExporterSettings.fingerprint_method

@@ -3,9 +3,11 @@
 Per zone (one per NUMA node, ``node-<id>``):
 - capacity from sysfs (CPUs, MemTotal, hugepages), devices from the kubelet's allocatable list;
 - allocatable from GetAllocatableResources: exclusive-capable CPUs, Memory Manager memory and
-  hugepages, devices with topology (a device on several NUMA nodes counts once, on the lowest);
+  hugepages, healthy devices with topology (a device on several NUMA nodes counts in each; the
+  device-groups attribute counts it once);
 - available = allocatable - exclusive usage from List (CPU ids, memory blocks split across
-  their NUMA nodes without double counting, devices).
+  their NUMA nodes without double counting, devices) and from the kubelet's checkpoints (what
+  init containers still hold, which List does not show).
 When a source is missing the value is estimated and an attribute says so, so that pods asking
 for memory or CPU stay schedulable (the reference exporters publish nothing and the scheduler
 plugin then rejects every such pod):
@@ -45,7 +47,7 @@ from toposched.apis.constants import (
 from toposched.apis.devicegroups import DeviceGroup, format_groups
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, stale_pods
+from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, device_holders, stale_pods
 from toposched.exporter.kubeletconfig import KubeletConfig
 from toposched.exporter.sysfs import Machine, NumaNode, format_cpulist
 
@@ -203,7 +205,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     stale = stale_pods(checkpoints, map(_held, inputs.pods)) if inputs.pods is not None else set()
     _cpus(inputs, checkpoints.cpu, stale, zones, attributes)
     _memory(inputs, checkpoints.memory, stale, zones, attributes)
-    _devices(inputs, zones, attributes)
+    _devices(inputs, checkpoints, stale, zones, attributes)
     attributes |= _kubelet_attributes(inputs.kubelet)
     if inputs.pods is not None:
         counted = [p for p in inputs.pods if inputs.fingerprint_method == METHOD_ALL or p.exclusive()]
@@ -349,21 +351,27 @@ def _memory_from_checkpoint(state: MemoryState, stale: set[str], zones: dict[int
     return sorted({cells for cells in live.values() if len(cells) > 1})
 
 
-def _devices(inputs: Inputs, zones: dict[int, _Figures], attributes: dict[str, str]) -> None:
+def _devices(
+    inputs: Inputs, checkpoints: Checkpoints, stale: set[str], zones: dict[int, _Figures], attributes: dict[str, str]
+) -> None:
     """Devices: each zone counts the healthy devices attached to it (a device on two zones in
     both, as either zone can serve it); devices on several zones or without topology are listed
     again as device groups (``apis.devicegroups``), so that a set of zones counts each device once.
-    What the kubelet's list holds that the NRT leaves out is ``device_problems``."""
+    In use: what PodResources lists, and what the device checkpoint gives the pods the kubelet
+    still runs (their init containers' devices too). What the kubelet's list holds that the NRT
+    leaves out is ``device_problems``."""
     if inputs.allocatable is None:
         return
     attached, _ = _attached(inputs.allocatable, set(zones))
-    used = {
-        (devices.resource, device_id)
+    held = [
+        (container.name, frozenset((d.resource, device_id) for d in container.devices for device_id in d.ids))
         for pod in inputs.pods or ()
         for container in pod.containers
-        for devices in container.devices
-        for device_id in devices.ids
-    }
+    ]
+    used = {device for _, devices in held for device in devices}
+    if checkpoints.devices is not None:
+        for uid in device_holders(checkpoints, held, stale):
+            used.update(*checkpoints.devices.entries[uid].values())
     groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
     for (resource, device_id), numa in attached.items():
         free = (resource, device_id) not in used

@@ -46,8 +46,13 @@ RETRY_FIRST = 0.5
 RETRY_MAX = 2.0
 """Seconds between publish attempts while the apiserver is away: one write, and the NRT should
 be current again within a few seconds of the apiserver being back."""
-DEVICE_CHECKPOINT = "device-plugins/kubelet_internal_checkpoint"
-STATE_FILES = ("cpu_manager_state", "memory_manager_state", DEVICE_CHECKPOINT)
+STATE_FILES = (checkpoints.CPU_STATE, checkpoints.MEMORY_STATE, checkpoints.DEVICE_STATE)
+PLUGIN_DIR = "device-plugins"
+"""The device plugins' sockets, under the kubelet's state dir."""
+PLUGIN_SETTLE = 3.0
+"""Seconds during which every poll reads the allocatable list again after a plugin's socket came
+or went: the kubelet drops a stopped plugin's devices when their stream ends, a moment after its
+socket goes, and writes no checkpoint then (the period would be the only other trigger)."""
 
 
 class Exporter:
@@ -61,6 +66,8 @@ class Exporter:
         self.allocatable: Allocatable | None = None
         self.allocatable_stale = True
         """Read the allocatable list again at the next poll: devices come and go (health, plugins)."""
+        self.allocatable_until = 0.0
+        """Until then (monotonic), every poll reads the allocatable list again (``PLUGIN_SETTLE``)."""
         self.device_problem = ""
         self.podresources_ok = False
         self.last_success = 0.0
@@ -76,25 +83,37 @@ class Exporter:
 
     async def watch_state_files(self) -> None:
         seen: dict[str, float | None] = {}
+        sockets = self.plugin_sockets()
         while True:
-            for name in STATE_FILES:
+            for name in (*STATE_FILES, PLUGIN_DIR):
                 path = self.settings.kubelet_state_dir / name
                 try:
                     mtime: float | None = path.stat().st_mtime
                 except OSError:
                     mtime = None
-                if name in seen and seen[name] != mtime:
-                    self.allocatable_stale |= name == DEVICE_CHECKPOINT  # written when devices change
+                if name in seen and seen[name] != mtime and name != PLUGIN_DIR:
+                    self.allocatable_stale |= name == checkpoints.DEVICE_STATE  # written when devices change
                     self.mark_changed(f"{name} changed")
+                elif name in seen and seen[name] != mtime:  # a socket, or a checkpoint written there
+                    now = self.plugin_sockets()
+                    if now != sockets:
+                        self.allocatable_until = time.monotonic() + PLUGIN_SETTLE
+                    sockets = now
                 seen[name] = mtime
             await asyncio.sleep(0.25)
+
+    def plugin_sockets(self) -> frozenset[str]:
+        """The names of the sockets in the kubelet's device-plugins directory (the kubelet's own too)."""
+        with contextlib.suppress(OSError):
+            return frozenset(p.name for p in (self.settings.kubelet_state_dir / PLUGIN_DIR).iterdir() if p.is_socket())
+        return frozenset()
 
     async def poll_pods(self, podresources: PodResourcesClient) -> None:
         delay = self.settings.list_interval
         while True:
             try:
                 pods = await podresources.list_pods()
-                if self.allocatable_stale or not self.podresources_ok:
+                if self.allocatable_stale or not self.podresources_ok or time.monotonic() < self.allocatable_until:
                     self.allocatable_stale = False
                     allocatable = await podresources.allocatable()
                     if allocatable != self.allocatable:

@@ -212,9 +212,10 @@ def nrt_attributes(nrt: dict[str, Any]) -> dict[str, str]:
 
 
 def wait_agreement(exporter: NodeExporter, within: float, *, available: bool = True) -> float:
-    """Seconds until the node's published NRT equals its kubelet's own per-zone accounting (see
-    :mod:`testkit.realnode.accounting`; ``available=False``: allocatable only). Fails fast when
-    the kubelet or the exporter dies; after ``within`` seconds it raises with the differences."""
+    """Seconds until the node's published NRT equals its kubelet's own per-zone accounting, device
+    groups included (see :mod:`testkit.realnode.accounting`; ``available=False``: allocatable
+    only). Fails fast when the kubelet or the exporter dies; after ``within`` seconds it raises
+    with the differences."""
     started = time.monotonic()
     last = ["no NRT published"]
     while True:
@@ -232,11 +233,19 @@ def wait_agreement(exporter: NodeExporter, within: float, *, available: bool = T
 
 
 def nrt_differences(node: RealNode, *, available: bool = True) -> list[str]:
-    """How the node's published NRT differs from its kubelet's own accounting (empty: it agrees),
-    whichever exporter published it (this module's daemon or the chart's DaemonSet pod)."""
-    from testkit.realnode.accounting import active_pod_uids, differences, kubelet_figures, nrt_figures
+    """How the node's published NRT differs from its kubelet's own accounting, per zone and per
+    device group (empty: it agrees), whichever exporter published it (this module's daemon or the
+    chart's DaemonSet pod)."""
+    from testkit.realnode import accounting
 
     nrt = published_nrt(node)
     if nrt is None:
         return ["no NRT published"]
-    return differences(kubelet_figures(node, active_pod_uids(node)), nrt_figures(nrt), available=available)
+    active = accounting.active_pod_uids(node)
+    zones = accounting.differences(
+        accounting.kubelet_figures(node, active), accounting.nrt_figures(nrt), available=available
+    )
+    groups = accounting.differences(
+        accounting.kubelet_device_groups(node, active), accounting.nrt_device_groups(nrt), available=available
+    )
+    return zones + groups

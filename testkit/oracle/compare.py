@@ -42,10 +42,13 @@ class Known:
 
 
 def _asks_unhealthy(case: Case, step: Step, found: Disagreement) -> bool:
-    """Admitted by toposched, rejected by the kubelet, and the pod asks a device resource of which
-    the node has unhealthy devices: the kubelet counts those for its preferred mask size, the NRT
-    cannot say where they are (PodResources lists healthy devices only)."""
-    if found.kind != "admission" or step.observation is None or step.observation.admit:
+    """The pod asks a device resource of which the node has unhealthy devices, and toposched
+    admitted it where the kubelet rejected it, or predicted other zones: the kubelet counts those
+    devices for its preferred mask size and its masks, the NRT cannot say where they are
+    (PodResources lists healthy devices only)."""
+    if step.observation is None:
+        return False
+    if found.kind == "admission" and step.observation.admit:
         return False
     unhealthy = {r.name for r in case.devices.resources if any(not d.healthy for d in r.devices)}
     asked = {

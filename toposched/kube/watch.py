@@ -4,7 +4,7 @@ parsing, cost more than anything either does with an event)."""
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -66,6 +66,34 @@ async def list_objects(
             return items, str(metadata.get("resourceVersion") or "")
 
 
+MAX_EVENT = 16 * 2**20
+"""The longest watch event read (bytes): an object the apiserver accepts is at most about 1.5 MiB
+in etcd and 3 MiB in a request, so anything longer is not a Kubernetes object."""
+CHUNK = 2**20
+
+
+async def event_lines(content: aiohttp.StreamReader, limit: int = MAX_EVENT) -> AsyncIterator[bytes]:
+    """The non-empty lines of a watch stream, however long. (aiohttp's own line iteration gives up
+    on a line above 512 KiB, and an NRT of 128 zones is longer: one such object would break the
+    watch, and force a relist, for every other object.) Raises ValueError past ``limit``."""
+    pending = bytearray()
+    searched = 0  # bytes of ``pending`` known to hold no newline
+    async for chunk in content.iter_chunked(CHUNK):
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", max(start, searched))) >= 0:
+            line = bytes(pending[start:end])
+            if line.strip():
+                yield line
+            start = end + 1
+        del pending[:start]
+        searched = len(pending)
+        if searched > limit:
+            raise ValueError(f"a watch event longer than {limit} bytes")
+    if pending.strip():
+        yield bytes(pending)
+
+
 RETRY_FIRST = 0.5
 RETRY_MAX = 2.0
 """Seconds between attempts while the apiserver is away: a failed list costs little, and a
@@ -122,9 +150,7 @@ async def follow(
                 if not 200 <= response.status < 300:
                     body = orjson.loads(await response.read() or b"{}")
                     raise WatchError(response.status, body.get("message") if isinstance(body, dict) else body)
-                async for line in response.content:
-                    if not line.strip():
-                        continue
+                async for line in event_lines(response.content):
                     event = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}

@@ -21,12 +21,12 @@ class Response:
         return self.body
 
     @property
-    def content(self) -> AsyncIterator[bytes]:
-        async def lines() -> AsyncIterator[bytes]:
-            for event in self.events:
-                yield orjson.dumps(event) + b"\n"
+    def content(self) -> "Response":
+        return self
 
-        return lines()
+    async def iter_chunked(self, size: int) -> AsyncIterator[bytes]:
+        for event in self.events:
+            yield orjson.dumps(event) + b"\n"
 
     def release(self) -> None:
         pass

@@ -84,8 +84,7 @@ def kubelet_devices(
     kubelet holds healthy, from its device checkpoint and the node's device data (see the module
     docstring). NUMA ids the topology lacks are left out, as the kubelet leaves them out of its
     masks; ``active`` as for :func:`kubelet_figures`."""
-    path = node.layout.device_plugins / "kubelet_internal_checkpoint"
-    data: dict[str, Any] = (json.loads(path.read_text()).get("Data") or {}) if path.is_file() else {}
+    data = device_checkpoint(node)
     allocated = {
         (str(entry["ResourceName"]), str(device_id))
         for entry in data.get("PodDeviceEntries") or []
@@ -104,6 +103,14 @@ def kubelet_devices(
         for resource, ids in (data.get("RegisteredDevices") or {}).items()
         for device_id in ids or []
     }
+
+
+def device_checkpoint(node: RealNode) -> dict[str, Any]:
+    """The ``Data`` of the kubelet's device checkpoint (``PodDeviceEntries``, ``RegisteredDevices``);
+    empty before its device manager wrote one."""
+    path = node.layout.device_plugins / "kubelet_internal_checkpoint"
+    data: dict[str, Any] = (json.loads(path.read_text()).get("Data") or {}) if path.is_file() else {}
+    return data
 
 
 def _count(

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -99,6 +99,32 @@ async def wait_default_service_account(api: client.ApiClient, namespace: str) ->
         return any(sa.metadata.name == "default" for sa in accounts.items)
 
     await wait_for(exists, what=f"default service account in {namespace}")
+
+
+async def wait_pod_phase(
+    api: client.ApiClient, namespace: str, name: str, phases: Collection[str], within: float = 60
+) -> Any:
+    """The pod (as the client reads it) once its phase is one of ``phases``."""
+    core = client.CoreV1Api(api)
+
+    async def reached() -> Any:
+        pod = await core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase in phases else None
+
+    return await wait_for(reached, within=within, what=f"pod {name} in {sorted(phases)}")
+
+
+async def wait_pod_gone(api: client.ApiClient, namespace: str, name: str, within: float = 60) -> None:
+    core = client.CoreV1Api(api)
+
+    async def gone() -> bool:
+        try:
+            await core.read_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    await wait_for(gone, within=within, what=f"pod {name} deleted")
 
 
 async def create_member_pod(api: client.ApiClient, namespace: str, name: str, appgroup: str, workload: str) -> None:

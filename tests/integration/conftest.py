@@ -80,7 +80,7 @@ def operator(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Opera
     print((tmp_path / "operator.log").read_text()[-4000:])
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_nodes(kubeconfig: Path) -> None:
     """Root and the node tools (containerd, runc, CNI plugins...), else skip (fail under CI)."""
     problems = [] if os.geteuid() == 0 else ["root"]

@@ -10,7 +10,6 @@ sandbox. Needs root and the node tools (``make test-tools``): skips without them
 """
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,9 +18,8 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from testkit.cluster import skip_or_fail, wait_for
+from testkit.cluster import wait_for, wait_pod_gone, wait_pod_phase
 from testkit.oracle.observe import RUNTIME_CLASS, prepare
 from testkit.realnode import (
     GIB,
@@ -34,7 +32,6 @@ from testkit.realnode import (
     add_node,
     leftovers,
     list_nodes,
-    missing_tools,
     remove_node,
     workload_pod,
 )
@@ -59,11 +56,7 @@ DEVICES = NodeDevices.parse([f"{GPU}=0,0,0,1,1,1,0+1,-,1!", f"{NIC}=0,1,0+1"])
 
 
 @pytest.fixture(scope="module")
-def node(kubeconfig: Path) -> Iterator[RealNode]:
-    problems = [] if os.geteuid() == 0 else ["root"]
-    problems += [f"{m.what} ({m.package})" for m in missing_tools()]
-    if problems:
-        skip_or_fail(f"real nodes need {', '.join(problems)}: run `make test-tools` as root")
+def node(kubeconfig: Path, real_nodes: None) -> Iterator[RealNode]:
     name = f"rxd-{uuid.uuid4().hex[:6]}"
     yield add_node(name, Topology((Zone(4, 4 * GIB), Zone(4, 4 * GIB))), KubeletSettings(), devices=DEVICES)
     if any(n.name == name for n in list_nodes()):
@@ -129,26 +122,9 @@ async def _admitted(api: client.ApiClient, node: RealNode, namespace: str, name:
     return str(uid)
 
 
-async def _phase(api: client.ApiClient, namespace: str, name: str, phase: str) -> Any:
-    async def reached() -> Any:
-        pod = await client.CoreV1Api(api).read_namespaced_pod(name, namespace)
-        return pod if pod.status.phase == phase else None
-
-    return await wait_for(reached, within=60, what=f"pod {name} {phase}")
-
-
 async def _delete(api: client.ApiClient, namespace: str, name: str) -> None:
-    core = client.CoreV1Api(api)
-    await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-
-    async def gone() -> bool:
-        try:
-            await core.read_namespaced_pod(name, namespace)
-        except ApiException as exc:
-            return exc.status == 404
-        return False
-
-    await wait_for(gone, within=60, what=f"pod {name} deleted")
+    await client.CoreV1Api(api).delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    await wait_pod_gone(api, namespace, name)
 
 
 async def _allocated(node: RealNode, uid: str | None = None) -> set[tuple[str, str]]:
@@ -176,7 +152,7 @@ async def test_nrt_follows_the_kubelet_through_device_admissions_and_deletions(
 
     # A running pod with CPUs, a GPU and a NIC; one asking devices only (BestEffort).
     await core.create_namespaced_pod(namespace, _pod("running", node, {GPU: 1, NIC: 1}))
-    await _phase(api, namespace, "running", "Running")
+    await wait_pod_phase(api, namespace, "running", {"Running"})
     await timings.agree("running with CPUs")
     await core.create_namespaced_pod(
         namespace, _pod("bare", node, {GPU: 1, NIC: 1}, cpu=None, runtime_class=runtime_class)
@@ -186,7 +162,7 @@ async def test_nrt_follows_the_kubelet_through_device_admissions_and_deletions(
 
     # 5 GPUs: zone 0 has 4 attached (gpu-6 included), zone 1 too; single-numa-node refuses it.
     await core.create_namespaced_pod(namespace, _pod("five", node, {GPU: 5}, runtime_class=runtime_class))
-    pod = await _phase(api, namespace, "five", "Failed")
+    pod = await wait_pod_phase(api, namespace, "five", {"Failed"})
     assert pod.status.reason == "TopologyAffinityError", pod.status
     await timings.agree("rejected")
     assert len(await _allocated(node)) == 6  # 2 + 2 + 2, nothing for the rejected pod

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from testkit.cluster import wait_for
+from testkit.cluster import wait_for, wait_pod_gone, wait_pod_phase
 from testkit.realnode import (
     KubeletSettings,
     RealNode,
@@ -65,29 +64,6 @@ def real_node(kubeconfig: Path) -> Iterator[RealNode]:
     assert leftovers(name) == []
 
 
-async def _pod_in(api: client.ApiClient, namespace: str, name: str, phases: set[str]) -> Any:
-    core = client.CoreV1Api(api)
-
-    async def reached() -> Any:
-        pod = await core.read_namespaced_pod(name, namespace)
-        return pod if pod.status.phase in phases else None
-
-    return await wait_for(reached, within=60, what=f"pod {name} in {sorted(phases)}")
-
-
-async def _gone(api: client.ApiClient, namespace: str, name: str) -> None:
-    core = client.CoreV1Api(api)
-
-    async def gone() -> bool:
-        try:
-            await core.read_namespaced_pod(name, namespace)
-        except ApiException as exc:
-            return exc.status == 404
-        return False
-
-    await wait_for(gone, within=60, what=f"pod {name} deleted")
-
-
 async def _fingerprint_matches(api: client.ApiClient, exporter: NodeExporter) -> bool:
     """The NRT's pods fingerprint is what the extender computes for the pods bound to the node and
     not finished (the pods the kubelet holds), counted by the NRT's method."""
@@ -135,7 +111,7 @@ async def test_nrt_follows_the_kubelet_through_admissions_and_deletions(
         ]
         for step, body, phase in steps:
             await core.create_namespaced_pod(namespace, body)
-            pod = await _pod_in(api, namespace, body["metadata"]["name"], {phase})
+            pod = await wait_pod_phase(api, namespace, body["metadata"]["name"], {phase})
             if phase == "Failed":
                 assert pod.status.reason in ("TopologyAffinityError", "UnexpectedAdmissionError"), pod.status
             await agree(step)
@@ -143,13 +119,13 @@ async def test_nrt_follows_the_kubelet_through_admissions_and_deletions(
         for name in ("a", "b"):
             deleted.add((await core.read_namespaced_pod(name, namespace)).metadata.uid)
             await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-            await _gone(api, namespace, name)
+            await wait_pod_gone(api, namespace, name)
             await agree(f"deleted {name}")
 
         # The Memory Manager's checkpoint keeps the deleted pods' blocks until the next admission
         # drops them; from then on the files themselves agree with the NRT.
         await core.create_namespaced_pod(namespace, workload_pod("e", node=node, cpu=1, memory="256Mi"))
-        await _pod_in(api, namespace, "e", {"Running"})
+        await wait_pod_phase(api, namespace, "e", {"Running"})
         await agree("after the next admission")
         memory = real_node.memory_manager_state() or {}
         assert not deleted & set(memory.get("entries") or {})
@@ -169,7 +145,7 @@ async def test_estimates_without_podresources_equal_the_kubelets_allocatable(
     await client.CoreV1Api(api).create_namespaced_pod(
         namespace, workload_pod("held", node=real_node.name, cpu=2, memory="1Gi")
     )
-    await _pod_in(api, namespace, "held", {"Running"})
+    await wait_pod_phase(api, namespace, "held", {"Running"})
     exporter = start_exporter(real_node, podresources=False)
     try:
 

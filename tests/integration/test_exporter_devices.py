@@ -45,6 +45,7 @@ from testkit.realnode.accounting import (
 )
 from testkit.realnode.exporter import NodeExporter, published_nrt, running_exporter, wait_agreement
 from toposched.apis.constants import NRT_ATTR_DEVICE_GROUPS
+from toposched.exporter.podresources.client import PodResourcesClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 
@@ -134,6 +135,17 @@ async def _allocated(node: RealNode, uid: str | None = None) -> set[tuple[str, s
     return {device for device, (_, allocated) in devices.items() if allocated}
 
 
+async def _listed(node: RealNode, namespace: str, name: str) -> int:
+    """How many devices PodResources List shows the pod's containers holding."""
+    resources = PodResourcesClient(node.pod_resources_socket, timeout=5)
+    try:
+        pods = await resources.list_pods()
+    finally:
+        await resources.close()
+    pod = next(p for p in pods if (p.namespace, p.name) == (namespace, name))
+    return len({(d.resource, i) for c in pod.containers for d in c.devices for i in d.ids})
+
+
 async def test_nrt_follows_the_kubelet_through_device_admissions_and_deletions(
     api: client.ApiClient, namespace: str, node: RealNode, exporter: NodeExporter, runtime_class: str
 ) -> None:
@@ -149,6 +161,7 @@ async def test_nrt_follows_the_kubelet_through_device_admissions_and_deletions(
     uid = await _admitted(api, node, namespace, "init")
     await timings.agree("init container")
     assert len(await _allocated(node, uid)) == 2
+    assert await _listed(node, namespace, "init") == 1
 
     # A running pod with CPUs, a GPU and a NIC; one asking devices only (BestEffort).
     await core.create_namespaced_pod(namespace, _pod("running", node, {GPU: 1, NIC: 1}))

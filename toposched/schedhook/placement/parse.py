@@ -44,6 +44,19 @@ from toposched.schedhook.placement.network import Link, Location
 
 _NUMA_ZONE = re.compile(re.escape(NRT_ZONE_PREFIX) + r"(0|[1-9][0-9]{0,3})")
 _DECIMAL = re.compile(r"[0-9]{1,9}")
+KNOWN_VALUES: dict[str, tuple[str, ...]] = {
+    NRT_ATTR_TOPOLOGY_MANAGER_POLICY: POLICIES,
+    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: ("container", "pod"),
+    NRT_ATTR_CPU_MANAGER_POLICY: ("none", "static"),
+    NRT_ATTR_MEMORY_MANAGER_POLICY: ("None", "Static"),
+}
+"""The values of the kubelet's policies the predictor follows: any other (``Single-NUMA-Node``, a
+policy of a newer kubelet) makes the node unknown, never NUMA-free."""
+TOPOLOGY_MANAGER_OPTIONS = {
+    PREFER_CLOSEST_NUMA_NODES: lambda v: v in ("true", "false"),
+    "max-allowable-numa-nodes": lambda v: bool(_DECIMAL.fullmatch(v)),
+}
+"""The Topology Manager's options of the pinned kubelet (1.36), and what a valid value is."""
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
     "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
@@ -61,13 +74,20 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
     """The node as the predictor sees it; zones other than NUMA nodes, or with ids above 63, are ignored."""
     policy, scope = NONE, "container"
     if nrt.topology_policies:
-        policy, scope = LEGACY_POLICIES.get(nrt.topology_policies[0], (policy, scope))
-    attr_policy = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY)
-    attr_scope = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_SCOPE)
-    if attr_policy in POLICIES:
-        policy = attr_policy
-    if attr_scope in ("container", "pod"):
-        scope = attr_scope
+        legacy = nrt.topology_policies[0]
+        if legacy not in LEGACY_POLICIES:
+            raise ValueError(f"topologyPolicies: {legacy!r} is no policy toposched knows")
+        policy, scope = LEGACY_POLICIES[legacy]
+    for name, known in KNOWN_VALUES.items():
+        value = nrt.attribute(name)
+        if value is not None and value not in known:
+            raise ValueError(
+                f"attributes.{name}: {value!r} is no value toposched knows ({', '.join(known)}): the node's "
+                "admission cannot be predicted"
+            )
+    policy = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY) or policy
+    scope = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_SCOPE) or scope
+    options = _options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS))
     zones = []
     distances: dict[int, dict[int, int]] = {}
     for z in nrt.zones:
@@ -96,8 +116,7 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         node_allocatable=dict(node_allocatable or {}),
         distances=distances,
         max_numa=_max_numa(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES)),
-        prefer_closest=_options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS)).get(PREFER_CLOSEST_NUMA_NODES)
-        == "true",
+        prefer_closest=options.get(PREFER_CLOSEST_NUMA_NODES) == "true",
         memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
         threads_per_core=_count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1),
         device_groups=_device_groups(nrt.attribute(NRT_ATTR_DEVICE_GROUPS)),
@@ -114,9 +133,20 @@ def _device_groups(raw: str | None) -> dict[str, tuple[DeviceGroup, ...]]:
 
 
 def _options(raw: str | None) -> dict[str, str]:
-    """``name=value`` pairs joined by commas; anything else is ignored."""
-    pairs = (item.partition("=") for item in (raw or "").split(","))
-    return {k.strip(): v.strip().lower() for k, sep, v in pairs if sep and k.strip()}
+    """The Topology Manager's options, ``name=value`` pairs joined by commas; ValueError for an
+    option or value toposched does not know (what it would change cannot be predicted)."""
+    options = {}
+    for item in filter(None, (i.strip() for i in (raw or "").split(","))):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or name not in TOPOLOGY_MANAGER_OPTIONS:
+            raise ValueError(
+                f"attributes.{NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS}: {item!r} is no option toposched knows "
+                f"({', '.join(TOPOLOGY_MANAGER_OPTIONS)})"
+            )
+        if not TOPOLOGY_MANAGER_OPTIONS[name](value.lower()):
+            raise ValueError(f"attributes.{NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS}: {name}={value!r} is not valid")
+        options[name] = value.lower()
+    return options
 
 
 def _groups(raw: str | None) -> tuple[int, ...]:

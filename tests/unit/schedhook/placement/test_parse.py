@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.builders import nrt_body
 from testkit.nrt import POD
 from testkit.paths import EXAMPLES
 from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
@@ -147,3 +148,30 @@ def test_zones_that_are_not_numa_nodes_are_ignored() -> None:
     node = from_nrt(NodeResourceTopology.model_validate(body))
     assert node.numa_ids == [0, 1]
     assert node.zones[0].available["cpu"] == Decimal(30)
+
+
+@pytest.mark.parametrize(
+    ("attributes", "policies", "message"),
+    [
+        ({"topologyManagerPolicy": "Single-NUMA-Node"}, [], "'Single-NUMA-Node' is no value toposched knows"),
+        ({"topologyManagerScope": "node"}, [], "topologyManagerScope: 'node' is no value"),
+        ({"cpuManagerPolicy": "Static"}, [], "cpuManagerPolicy: 'Static' is no value"),
+        ({"memoryManagerPolicy": "static"}, [], "memoryManagerPolicy: 'static' is no value"),
+        ({"topologyManagerPolicyOptions": "numa-score-weights=1"}, [], "'numa-score-weights=1' is no option"),
+        ({"topologyManagerPolicyOptions": "prefer-closest-numa-nodes=maybe"}, [], "prefer-closest-numa-nodes='maybe' is not valid"),
+        ({}, ["SingleNUMANodeNodeLevel"], "topologyPolicies: 'SingleNUMANodeNodeLevel' is no policy"),
+    ],
+    ids=["policy-spelled-otherwise", "scope", "cpu-manager", "memory-manager", "option", "option-value", "legacy"],
+)
+def test_a_policy_toposched_does_not_know_makes_the_nrt_unreadable(
+    attributes: dict[str, str], policies: list[str], message: str
+) -> None:
+    """Never NUMA-free by silence: an NRT whose kubelet runs something the predictor does not
+    follow is unreadable, so its node fails every pod saying why (and gets an Event)."""
+    usual = {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static"}
+    body = nrt_body(
+        "n", [{"cpu": 4}], policy=None, scope=None, cpu_manager=None, memory_manager=None, attributes=usual | attributes
+    )
+    body["topologyPolicies"] = policies
+    with pytest.raises(ValueError, match=re.escape(message)):
+        from_nrt(NodeResourceTopology.model_validate(body))

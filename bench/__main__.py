@@ -21,6 +21,7 @@ from typing import Any
 from bench import (
     appgroup_latency,
     appgroup_sort,
+    devices,
     exporter,
     harness,
     networktopology,
@@ -35,7 +36,7 @@ from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-SECTIONS = ("components", "extender", "numa", "network", "scale")
+SECTIONS = ("components", "extender", "numa", "devices", "network", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -84,7 +85,7 @@ def main() -> int:
         "--real-nodes",
         type=int,
         default=8,
-        help="real kubelet nodes for the NUMA scenarios (default 8; 0: simulated kubelets only)",
+        help="real kubelet nodes for the NUMA and device scenarios (default 8; 0: simulated kubelets only)",
     )
     args = parser.parse_args()
     if args.render:
@@ -96,7 +97,7 @@ def main() -> int:
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     kubeconfig = cluster_kubeconfig()
-    if "numa" in only and args.real_nodes:
+    if only & {"numa", "devices"} and args.real_nodes:
         try:
             realnodes.require_real_nodes()
         except harness.SetupError as exc:
@@ -155,6 +156,8 @@ def main() -> int:
 
         step("placement", quality)
         results.update(results.pop("placement"))
+    if "devices" in only and args.real_nodes:
+        step("devices", lambda: devices.run(kubeconfig, work, full, args.real_nodes))
     if "scale" in only:
         step("scale", lambda: scale.run(kubeconfig, work, full))
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))

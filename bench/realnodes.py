@@ -9,9 +9,11 @@ read from the pods' status, as the kubelets reported it.
 
 Shape (per node): 2 NUMA zones x 8 CPUs (CPU 0 reserved), 32 GiB per zone, Static Memory
 Manager; pods ask for 1-6 integral CPUs with 4 GiB each (the simulated scenario's 2-12 CPUs on
-16-CPU zones, halved), about 4.5 pods per node. Unlike the simulated nodes, real nodes have no
-devices (that would need a device plugin), so no pod asks for one. "Stale" runs the exporter with
-a 5 s List interval and period and without the state-file trigger, so NRTs lag by up to 5 s.
+16-CPU zones, halved), about 4.5 pods per node. These nodes have no devices, so the figures
+compare with earlier runs; ``bench/devices.py`` runs the same machinery on nodes whose devices a
+real device plugin serves (``create_pool(..., devices=...)``), and every run counts the devices
+the kubelets hold. "Stale" runs the exporter with a 5 s List interval and period and without the
+state-file trigger, so NRTs lag by up to 5 s.
 """
 
 import asyncio
@@ -21,7 +23,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -32,6 +34,7 @@ from bench.harness import BENCH_LABEL, Harness, SetupError
 from bench.stats import spread, summary
 from testkit.realnode import (
     KubeletSettings,
+    NodeDevices,
     RealNode,
     RealNodeError,
     Topology,
@@ -41,7 +44,7 @@ from testkit.realnode import (
     reset_node,
     workload_pod,
 )
-from testkit.realnode.accounting import kubelet_figures
+from testkit.realnode.accounting import kubelet_devices, kubelet_figures
 from testkit.realnode.exporter import NodeExporter, process_usage, start_exporter, wait_agreement
 from testkit.simulated_kubelet import Node as SimulatedNode
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION
@@ -51,6 +54,7 @@ A = TypeVar("A")
 T = TypeVar("T")
 
 TOPOLOGY = Topology.uniform(zones=2, cores_per_zone=8, memory_per_zone="32Gi")
+NODE_SHAPE = "2 NUMA zones x 8 CPUs (CPU 0 reserved), 32 GiB per zone, no devices"
 REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError")
 SETTLE_SECONDS = 180
 """Longest wait for a run's pods to be bound and decided by their kubelets."""
@@ -135,13 +139,15 @@ class Pool:
             raise RealNodeError("; ".join(failures))
 
 
-def create_pool(count: int, policy: str) -> Pool:
+def create_pool(count: int, policy: str, devices: NodeDevices | None = None) -> Pool:
+    """``count`` real nodes of :data:`TOPOLOGY` under ``policy``, each with ``devices`` (served by its
+    device plugin; a reshape keeps them)."""
     require_real_nodes()
     pool = Pool(uuid.uuid4().hex[:6], policy)
     settings = KubeletSettings(topology_manager_policy=policy)
     names = [f"bench-rn{i:02d}-{pool.tag}" for i in range(count)]
     try:
-        for node in _parallel(lambda n: add_node(n, TOPOLOGY, settings), names):
+        for node in _parallel(lambda n: add_node(n, TOPOLOGY, settings, devices=devices), names):
             pool.nodes[node.name] = node
     except BaseException:
         for name in names:  # a half-made pool goes entirely
@@ -153,6 +159,9 @@ def create_pool(count: int, policy: str) -> Pool:
 
 
 # pods and runs -----------------------------------------------------------------------------
+
+PodStream = Callable[[int, str, str, int], list[dict[str, Any]]]
+"""(count, scheduler, pool tag, seed) -> the pods of one run, the same for every scheduler."""
 
 
 def real_pods(count: int, scheduler: str, tag: str, seed: int) -> list[dict[str, Any]]:
@@ -200,6 +209,12 @@ class RealRun:
     """Admitted pods whose kubelet-assigned CPUs are not on the zones the extender annotated."""
     simulator_disagreements: int = 0
     """Pods the admission simulator, replaying the same binds, decides otherwise than the kubelet."""
+    devices: int = 0
+    """Healthy devices on the pool's nodes, as their kubelets hold them."""
+    devices_in_use: int = 0
+    """Of those, the ones the admitted pods hold when the run ends."""
+    stranded_devices: int = 0
+    """Free devices none of whose zones has the CPUs the stream's smallest pod asks for."""
     reasons: dict[str, int] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
 
@@ -273,6 +288,8 @@ async def real_run(
         else:
             run.undecided += 1
     run.pending += len(pods) - len(state)
+    admitted = {v["pod"]["metadata"]["uid"] for v in state.values() if v["verdict"] in ("admitted", "running")}
+    run.devices, run.devices_in_use, run.stranded_devices = device_use(pool, admitted, smallest_cpu_request(pods))
     run.simulator_disagreements, examples = _simulator_cross_check(pool, state)
     run.examples += examples
     await h.delete_namespace(namespace)
@@ -288,6 +305,31 @@ def kubelet_zones(node: RealNode, pod: dict[str, Any]) -> tuple[str, ...]:
     """The NUMA zones of the CPUs ``node``'s kubelet gave the pod (from its checkpoint); () if none."""
     cpus = [c for cpus in node.assigned_cpus(pod["metadata"]["uid"]).values() for c in cpus]
     return tuple(sorted({f"node-{node.topology.zone_of_cpu(c)}" for c in cpus}))
+
+
+def smallest_cpu_request(pods: Iterable[dict[str, Any]]) -> int:
+    """The fewest CPUs a pod of the stream asks for (its containers' limits summed)."""
+    return min(sum(int(c["resources"]["limits"].get("cpu", 0)) for c in pod["spec"]["containers"]) for pod in pods)
+
+
+def device_use(pool: Pool, active: Collection[str], cpus: int) -> tuple[int, int, int]:
+    """(healthy devices, devices in use, stranded devices) over the pool's nodes, from their kubelets'
+    own accounting (the CPU Manager's and the device manager's checkpoints; ``active``: the UIDs of
+    the pods they still run). A free device is stranded when none of its zones has ``cpus`` free
+    CPUs left (a device without topology: no zone of its node has), so no pod of the stream could
+    use it; a device on two zones is counted once."""
+    total = used = stranded = 0
+    for node in pool.nodes.values():
+        if not node.devices.resources:
+            continue
+        figures = kubelet_figures(node, active)
+        free_cpus = {int(zone.removeprefix("node-")): f["cpu"][1] for zone, f in figures.items()}
+        for zones, allocated in kubelet_devices(node, active).values():
+            total += 1
+            used += allocated
+            if not allocated and all(free_cpus[z] < cpus for z in zones or free_cpus):
+                stranded += 1
+    return total, used, stranded
 
 
 def _example(what: str, view: dict[str, Any]) -> dict[str, Any]:
@@ -354,13 +396,15 @@ async def real_scenario(
     burst: int,
     interval: float,
     schedulers: Sequence[str],
+    make_pods: PodStream = real_pods,
+    node_shape: str = NODE_SHAPE,
 ) -> dict[str, Any]:
     started = time.monotonic()
     await asyncio.to_thread(pool.prepare, policy, stale)
     runs: dict[str, list[RealRun]] = {s: [] for s in schedulers}
     for repeat in range(repeats):
         for scheduler in schedulers:
-            stream = real_pods(pods, scheduler, pool.tag, seed=repeat)
+            stream = make_pods(pods, scheduler, pool.tag, repeat)
             namespace = f"real-{scheduler}-{pool.tag}-{repeat}"
             await asyncio.to_thread(pool.wait_fresh)  # every NRT exists before SP's cache lists them
             async with scheduler_plugins.numa_running(h, [scheduler]):
@@ -370,7 +414,7 @@ async def real_scenario(
         "policy": policy,
         "schedulers": list(schedulers),
         "nodes": len(pool.nodes),
-        "node_shape": "2 NUMA zones x 8 CPUs (CPU 0 reserved), 32 GiB per zone, no devices",
+        "node_shape": node_shape,
         "pods": pods,
         "repeats": repeats,
         "nrt_refresh_seconds": 5.0 if stale else 0.2,
@@ -391,6 +435,13 @@ async def real_scenario(
             "simulator_disagreements": sum(r.simulator_disagreements for r in results),
             "examples": [e for r in results for e in r.examples][:10],
         }
+        if any(r.devices for r in results):
+            out[scheduler] |= {
+                "devices": spread([r.devices for r in results]),
+                "devices_in_use": spread([r.devices_in_use for r in results]),
+                "devices_in_use_share": spread([round(r.devices_in_use / (r.devices or 1), 3) for r in results]),
+                "stranded_devices": spread([r.stranded_devices for r in results]),
+            }
     out["wall_seconds"] = round(time.monotonic() - started, 1)
     return out
 

@@ -1,5 +1,6 @@
 """The benchmark report: markdown tables per scenario and PNG plots of the distributions."""
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ LABELS = {
     "plain": "kube-scheduler alone",
     "toposched": "+ toposched (default: MostAllocated)",
     "toposched-spread": "+ toposched (LeastAllocated)",
+    "toposched-balanced": "+ toposched (BalancedAllocation)",
+    "toposched-least-numa": "+ toposched (LeastNUMANodes)",
     "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
     "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
 }
@@ -19,6 +22,8 @@ COLORS = {
     "plain": "#9e9e9e",
     "toposched": "#1f77b4",
     "toposched-spread": "#2ca02c",
+    "toposched-balanced": "#9467bd",
+    "toposched-least-numa": "#8c564b",
     "sp-numa": "#d62728",
     "sp-network": "#d62728",
 }
@@ -45,6 +50,18 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"{real['toposched']['topology_affinity_errors']['median']:g} with toposched; pods admitted "
             f"{real['plain']['placed']['median']:g} vs {real['toposched']['placed']['median']:g} "
             f"({real['toposched-spread']['placed']['median']:g} with LeastAllocated)."
+        )
+    gpus = results.get("devices")
+    if gpus:
+        alone, tp, sp = gpus["plain"], gpus["toposched"], gpus["sp-numa"]
+        lines.append(
+            f"- GPUs judged by real kubelets ({gpus['nodes']} real nodes with {gpus['devices_per_node']} GPUs each, "
+            f"{gpus['pods']} pods asking for 1-2, median of {gpus['repeats']} runs): TopologyAffinityErrors "
+            f"{alone['topology_affinity_errors']['median']:g} alone, {tp['topology_affinity_errors']['median']:g} "
+            f"toposched, {sp['topology_affinity_errors']['median']:g} scheduler-plugins; pods admitted "
+            f"{alone['placed']['median']:g} / {tp['placed']['median']:g} / {sp['placed']['median']:g}; GPUs in use "
+            f"at the end {alone['devices_in_use_share']['median']:.0%} / {tp['devices_in_use_share']['median']:.0%} "
+            f"/ {sp['devices_in_use_share']['median']:.0%}."
         )
     frag = results.get("fragmentation_single_numa_node")
     if frag:
@@ -160,13 +177,20 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
                 + ".",
             ]
         if judged == "kubelet":
-            reasons = {n: sc[n].get("rejection_reasons") for n in sc["schedulers"] if sc[n].get("rejection_reasons")}
-            undecided = {n: sc[n]["undecided"]["max"] for n in sc["schedulers"] if sc[n]["undecided"]["max"]}
-            if reasons:
-                lines += ["", "Rejections by reason: " + "; ".join(f"{LABELS[n]}: {r}" for n, r in reasons.items())]
-            if undecided:
-                lines += ["", f"Bound but neither running nor rejected at the end (max per run): {undecided}"]
+            lines += _kubelet_notes(sc)
         lines.append("")
+    return lines
+
+
+def _kubelet_notes(sc: dict[str, Any]) -> list[str]:
+    """The kubelets' rejection reasons and the pods they had not decided on, where there are any."""
+    lines: list[str] = []
+    reasons = {n: sc[n].get("rejection_reasons") for n in sc["schedulers"] if sc[n].get("rejection_reasons")}
+    undecided = {n: sc[n]["undecided"]["max"] for n in sc["schedulers"] if sc[n]["undecided"]["max"]}
+    if reasons:
+        lines += ["", "Rejections by reason: " + "; ".join(f"{LABELS[n]}: {r}" for n, r in reasons.items())]
+    if undecided:
+        lines += ["", f"Bound but neither running nor rejected at the end (max per run): {undecided}"]
     return lines
 
 
@@ -177,11 +201,8 @@ def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str, plac
     width = 0.8 / len(schedulers)
     for j, scheduler in enumerate(schedulers):
         for ax, metric in zip(axes, ("topology_affinity_errors", "placed"), strict=True):
-            med = [results[k][scheduler][metric]["median"] for k in present]
-            low = [m - results[k][scheduler][metric]["min"] for m, k in zip(med, present, strict=True)]
-            high = [results[k][scheduler][metric]["max"] - m for m, k in zip(med, present, strict=True)]
             xs = [i + (j - (len(schedulers) - 1) / 2) * width for i in range(len(present))]
-            ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
+            _bars(ax, xs, [results[k][scheduler][metric] for k in present], width, scheduler)
     for ax, what in zip(
         axes, ("TopologyAffinityErrors (lower is better)", f"{placed} (higher is better)"), strict=True
     ):
@@ -193,6 +214,66 @@ def _numa_plot(results: dict[str, Any], plots: Path, name: str, title: str, plac
     fig.savefig(plots / name, dpi=110)
     plt.close(fig)
     return [f"![{title}]({name})", ""]
+
+
+def _bars(ax: Any, xs: Sequence[float], figures: Sequence[dict[str, float]], width: float, scheduler: str) -> None:
+    """One scheduler's bars: the medians, with whiskers to the min and max."""
+    med = [f["median"] for f in figures]
+    low = [m - f["min"] for m, f in zip(med, figures, strict=True)]
+    high = [f["max"] - m for m, f in zip(med, figures, strict=True)]
+    ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
+
+
+def devices(results: dict[str, Any], plots: Path) -> list[str]:
+    sc = results.get("devices")
+    if not sc:
+        return []
+    lines = [
+        "## Devices judged by real kubelets: GPU-style nodes",
+        "",
+        f"{sc['nodes']} real kubelet nodes ({sc['node_shape']}, {sc['policy']}); a real device plugin serves the",
+        "GPUs to each kubelet, whose device manager aligns and allocates them, and the real exporter publishes",
+        f"them per zone. Guaranteed pods with {sc['pod_shape']}. TopologyAffinityErrors and admitted pods as the",
+        "kubelets reported them; GPUs in use: the share of the healthy GPUs a running pod holds when the run",
+        "ends (the kubelets' device checkpoints); stranded: free GPUs none of whose zones has the",
+        f"{sc['stranded_below_cpus']} free CPUs the smallest pod asks for (no pod of the stream can use them).",
+        "",
+        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
+        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
+        "",
+        "| scheduler | TopologyAffinityErrors (kubelet) | pods admitted (kubelet) | pods pending | GPUs in use "
+        "| stranded GPUs | seconds to place | zone mismatches | simulator disagrees |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in sc["schedulers"]:
+        r = sc[name]
+        lines.append(
+            f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {_range(r['placed'])} "
+            f"| {_range(r['pending'])} | {_range(r['devices_in_use_share'], '{:.0%}')} "
+            f"| {_range(r['stranded_devices'])} | {_range(r['seconds'], '{:.1f}')} | {r['zone_mismatches']} "
+            f"| {r['simulator_disagreements']} |"
+        )
+    lines += _kubelet_notes(sc)
+    metrics = {
+        "topology_affinity_errors": "TopologyAffinityErrors\n(lower is better)",
+        "placed": "pods admitted\n(higher is better)",
+        "devices_in_use_share": "share of GPUs in use\n(higher is better)",
+        "stranded_devices": "stranded GPUs\n(lower is better)",
+    }
+    fig, axes = plt.subplots(1, len(metrics), figsize=(12, 3.8))
+    for ax, (metric, title) in zip(axes, metrics.items(), strict=True):
+        for j, scheduler in enumerate(sc["schedulers"]):
+            _bars(ax, [j], [sc[scheduler][metric]], 0.8, scheduler)
+        ax.set_xticks([])
+        ax.set_title(title, fontsize=9)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    title = "GPUs judged by real kubelets"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.savefig(plots / "devices-real.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "", f"![{title}](devices-real.png)", ""]
 
 
 def _footprint(fp: dict[str, Any] | None) -> list[str]:
@@ -403,6 +484,7 @@ def render(results: dict[str, Any], plots: Path) -> str:
     ]
     lines += headline(results)
     lines += numa(results, plots)
+    lines += devices(results, plots)
     lines += network(results, plots)
     lines += scale(results, plots)
     lines += extender(results, plots)

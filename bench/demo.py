@@ -1,10 +1,13 @@
 """``python -m bench.demo``: the placement part of ``make run``.
 
-Online Boutique (examples/appgroup-online-boutique.yaml) on real kubelet nodes with fake
+Online Boutique (examples/appgroup-online-boutique.yaml) and a small GPU workload (a training
+job and an inference service, each with a GPU and its CPUs) on real kubelet nodes with fake
 two-NUMA topologies, placed once by kube-scheduler alone and once by kube-scheduler with the
 toposched extender, on the same nodes with the same pods. The real kubelets judge every pod
-(TopologyAffinityErrors are theirs), the real exporter publishes every node's NRT, and the
-network cost of each dependency comes from the NetworkTopology the operator computed.
+(TopologyAffinityErrors are theirs), two of the nodes have GPUs on both zones from a real device
+plugin, the real exporter publishes every node's NRT, and the network cost of each dependency
+comes from the NetworkTopology the operator computed. The GPU pods go first: the GPUs are the
+scarce resource, and each pod's GPU (id and zone) is what its kubelet reports through PodResources.
 
 The real nodes join the kwok workers' regions and zones (examples/nodes.yaml), one per zone;
 their latencies are the sample's, by zone. toposched's pods are left running for a person to
@@ -32,6 +35,7 @@ from bench.realnodes import REJECTIONS, kubelet_verdict, kubelet_zones, require_
 from testkit.paths import EXAMPLES, REPO
 from testkit.realnode import (
     KubeletSettings,
+    NodeDevices,
     RealNode,
     RealNodeError,
     Topology,
@@ -41,6 +45,7 @@ from testkit.realnode import (
     workload_pod,
 )
 from testkit.realnode.exporter import NodeExporter, start_exporter, wait_agreement
+from testkit.simulated_kubelet import GPU
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import (
     APPGROUP_LABEL,
@@ -52,6 +57,7 @@ from toposched.apis.constants import (
 )
 from toposched.apis.netperf import latency_key
 from toposched.apis.networktopology import NetworkTopology
+from toposched.exporter.podresources.client import PodResourcesClient
 from toposched.operators.appgroup.toposort import sort_spec
 from toposched.schedhook.placement.network import Edge, Location, NetworkSettings, evaluate
 from toposched.schedhook.placement.parse import links_of
@@ -67,7 +73,13 @@ TWIN = {"numa-1": "worker-1", "numa-2": "worker-2", "numa-3": "worker-3", "numa-
 """The kwok worker in the same zone, whose sample latencies the real node takes over."""
 TOPOLOGY = Topology.uniform(zones=2, cores_per_zone=4, memory_per_zone="4Gi")
 SETTINGS = KubeletSettings(topology_manager_policy="single-numa-node")
-SHAPE = "2 NUMA zones x 4 CPUs (CPU 0 reserved), 4 GiB per zone, Topology Manager single-numa-node"
+GPUS = NodeDevices.parse([f"{GPU}=0,0,1,1"])
+DEVICES = {"numa-1": GPUS, "numa-3": GPUS}
+"""The nodes with GPUs (two per NUMA zone), one per region."""
+SHAPE = (
+    "2 NUMA zones x 4 CPUs (CPU 0 reserved), 4 GiB per zone, Topology Manager single-numa-node; "
+    f"2 GPUs per zone on {' and '.join(DEVICES)}"
+)
 CPUS = {
     "frontend": 3,
     "cartservice": 2,
@@ -82,6 +94,8 @@ CPUS = {
     "redis-cart": 2,
 }
 """Guaranteed pods, one per workload: 23 of the nodes' 28 allocatable CPUs."""
+GPU_PODS = {"gpu-training": 2, "gpu-inference": 1}
+"""The GPU workload: Guaranteed pods with one GPU each and these CPUs (26 of the 28 with Online Boutique)."""
 MEMORY = "256Mi"
 SCHEDULERS = {"plain": "kube-scheduler alone", "toposched": "toposched"}
 SETTLE_SECONDS = 120
@@ -95,6 +109,8 @@ class Placed:
     message: str = ""
     predicted: str | None = None
     """The NUMA zones the extender annotated at bind (None: it predicted none)."""
+    devices: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(device id, its NUMA zones) of every device the kubelet gave the pod (PodResources)."""
 
 
 @dataclass
@@ -103,26 +119,32 @@ class Run:
     namespace: str
     pods: dict[str, Placed] = field(default_factory=dict)
     """workload -> where its pod went and what the kubelet said."""
+    gpu_pods: dict[str, Placed] = field(default_factory=dict)
+    """The GPU workload's pods, likewise."""
 
-    def errors(self) -> int:
-        return sum(p.verdict in REJECTIONS for p in self.pods.values())
 
-    def running(self) -> int:
-        return sum(p.verdict in ("running", "admitted") for p in self.pods.values())
+def errors(pods: dict[str, Placed]) -> int:
+    return sum(p.verdict in REJECTIONS for p in pods.values())
+
+
+def admitted(pods: dict[str, Placed]) -> int:
+    return sum(p.verdict in ("running", "admitted") for p in pods.values())
 
 
 # nodes ------------------------------------------------------------------------------------
 
 
 def _ready_node(name: str, existing: dict[str, RealNode]) -> RealNode:
-    """The real node ``name`` in the demo's shape: kept when it already is (a warm run), else
-    restarted or added."""
+    """The real node ``name`` in the demo's shape, with its devices: kept when it already is (a
+    warm run), else restarted or added."""
+    devices = DEVICES.get(name, NodeDevices())
     found = existing.get(name)
     if found is None:
-        return add_node(name, TOPOLOGY, SETTINGS)
-    if found.kubelet_running() and found.topology == TOPOLOGY and found.settings == SETTINGS:
+        return add_node(name, TOPOLOGY, SETTINGS, devices=devices)
+    same = found.topology == TOPOLOGY and found.settings == SETTINGS and found.device_plugin.devices() == devices
+    if same and found.kubelet_running() and (found.device_plugin.running() or not devices.resources):
         return found
-    return reset_node(name, TOPOLOGY, SETTINGS)
+    return reset_node(name, TOPOLOGY, SETTINGS, devices=devices)
 
 
 def real_nodes() -> list[RealNode]:
@@ -162,6 +184,13 @@ def demo_pod(workload: str, scheduler: str) -> dict[str, Any]:
     return body
 
 
+def gpu_pod(name: str, scheduler: str) -> dict[str, Any]:
+    body = workload_pod(name, cpu=GPU_PODS[name], memory=MEMORY, devices={GPU: 1}, labels={"app": name})
+    body["spec"]["schedulerName"] = scheduler
+    body["spec"]["nodeSelector"] = {"toposched-demo": "numa"}
+    return body
+
+
 async def wait_judged(
     h: Harness,
     namespace: str,
@@ -182,30 +211,55 @@ async def wait_judged(
 
 
 async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, RealNode]) -> Run:
-    """Online Boutique's pods in its topology order, each created once the one before is bound
-    (toposched's order gates do this in a full install), then what the kubelets made of them."""
+    """The GPU pods together, then Online Boutique's pods in its topology order, each created once
+    the one before is bound (toposched's order gates do this in a full install); then what the
+    kubelets made of them, and which GPU each GPU pod got."""
     appgroup = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text()))
     order = sort_spec(appgroup.spec).order
+    await h.create_pods(namespace, [gpu_pod(name, scheduler) for name in GPU_PODS])
+    await wait_judged(h, namespace, list(GPU_PODS), until=("unbound",), within=30)
     for workload in order:
         await h.core.create_namespaced_pod(namespace, demo_pod(workload, scheduler))
         await wait_judged(h, namespace, [workload], until=("unbound",), within=30)
-    pods = await wait_judged(h, namespace, order)
+    pods = await wait_judged(h, namespace, [*GPU_PODS, *order])
     run = Run(scheduler, namespace)
-    for workload in order:
-        pod = pods.get(workload)
-        if pod is None:
-            run.pods[workload] = Placed()
-            continue
-        name = (pod.get("spec") or {}).get("nodeName")
-        node = nodes.get(name or "")
-        run.pods[workload] = Placed(
-            node=name,
-            verdict=kubelet_verdict(pod),
-            numa=kubelet_zones(node, pod) if node else (),
-            message=((pod.get("status") or {}).get("message") or "")[:120],
-            predicted=((pod.get("metadata") or {}).get("annotations") or {}).get(NUMA_ZONES_ANNOTATION),
-        )
+    run.pods = {workload: _placed(pods.get(workload), nodes) for workload in order}
+    run.gpu_pods = {name: _placed(pods.get(name), nodes) for name in GPU_PODS}
+    for name, placed in run.gpu_pods.items():
+        if placed.node is not None and placed.verdict in ("running", "admitted"):
+            placed.devices = await devices_of(nodes[placed.node], namespace, name)
     return run
+
+
+def _placed(pod: dict[str, Any] | None, nodes: dict[str, RealNode]) -> Placed:
+    if pod is None:
+        return Placed()
+    name = (pod.get("spec") or {}).get("nodeName")
+    node = nodes.get(name or "")
+    return Placed(
+        node=name,
+        verdict=kubelet_verdict(pod),
+        numa=kubelet_zones(node, pod) if node else (),
+        message=((pod.get("status") or {}).get("message") or "")[:120],
+        predicted=((pod.get("metadata") or {}).get("annotations") or {}).get(NUMA_ZONES_ANNOTATION),
+    )
+
+
+async def devices_of(node: RealNode, namespace: str, name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(device id, NUMA zones) of the devices ``node``'s kubelet gave the pod, from its PodResources List."""
+    resources = PodResourcesClient(node.pod_resources_socket)
+    try:
+        listed = await resources.list_pods()
+    finally:
+        await resources.close()
+    return tuple(
+        (device_id, tuple(f"node-{z}" for z in device.numa))
+        for pod in listed
+        if (pod.namespace, pod.name) == (namespace, name)
+        for container in pod.containers
+        for device in container.devices
+        for device_id in device.ids
+    )
 
 
 async def empty_namespace(h: Harness, namespace: str) -> None:
@@ -268,9 +322,33 @@ def render(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | No
         lines.append(f"{source + ' -> ' + target:<46}{_cost(cost):>10}{_cost(other):>8}")
     lines.append(f"{'summed network cost':<46}{_sum(costs['toposched']):>10}{_sum(costs['plain']):>8}")
     lines.append("")
-    lines.append(f"{'TopologyAffinityErrors (the kubelets)':<46}{left.errors():>10}{right.errors():>8}")
-    lines.append(f"{'pods the kubelets admitted':<46}{left.running():>10}{right.running():>8}")
+    lines.append(f"{'TopologyAffinityErrors (the kubelets)':<46}{errors(left.pods):>10}{errors(right.pods):>8}")
+    lines.append(f"{'pods the kubelets admitted':<46}{admitted(left.pods):>10}{admitted(right.pods):>8}")
+    lines.append("")
+    lines += render_gpus(left, right)
     return "\n".join(lines)
+
+
+def render_gpus(left: Run, right: Run) -> list[str]:
+    """The GPU workload side by side: node, NUMA zones of the CPUs, the GPU (id@zone) and the verdict."""
+    header = ("GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "kubelet")
+    widths = (22, 4, 7, 5, 9, 21)
+    row = "  ".join(f"{{:{w}}}" for w in widths) + " | " + "  ".join(f"{{:{w}}}" for w in widths[2:])
+    lines = [f"GPU workload: one {GPU} each, 2 per NUMA zone on {' and '.join(DEVICES)}", ""]
+    lines.append(f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + 6}} | kube-scheduler alone")
+    lines.append(row.format(*header, *header[2:]))
+    for name, placed in left.gpu_pods.items():
+        lines.append(row.format(name, GPU_PODS[name], *_gpu_where(placed), *_gpu_where(right.gpu_pods[name])))
+    lines.append("")
+    for label, count in (("TopologyAffinityErrors of GPU pods", errors), ("GPU pods the kubelets admitted", admitted)):
+        lines.append(f"{label:<46}{count(left.gpu_pods):>10}{count(right.gpu_pods):>8}")
+    return lines
+
+
+def _gpu_where(p: Placed) -> tuple[str, str, str, str]:
+    node, _, numa, verdict = _where(p)
+    gpus = ",".join(f"{i}@" + ("+".join(z.removeprefix("node-") for z in zones) or "-") for i, zones in p.devices)
+    return (node, numa, gpus or "-", verdict)
 
 
 def _cost(cost: int | None) -> str:
@@ -286,13 +364,22 @@ def _sum(costs: dict[tuple[str, str], int | None]) -> str:
 def summary(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | None]]) -> dict[str, Any]:
     return {
         name: {
-            "topologyAffinityErrors": run.errors(),
-            "admitted": run.running(),
+            "topologyAffinityErrors": errors(run.pods),
+            "admitted": admitted(run.pods),
             "networkCost": sum(c for c in costs[name].values() if c is not None),
             "pods": {w: _pod_summary(p) for w, p in run.pods.items()},
+            "gpu": {
+                "topologyAffinityErrors": errors(run.gpu_pods),
+                "admitted": admitted(run.gpu_pods),
+                "pods": {w: _pod_summary(p) | {"devices": _devices(p)} for w, p in run.gpu_pods.items()},
+            },
         }
         for name, run in runs.items()
     }
+
+
+def _devices(p: Placed) -> list[dict[str, Any]]:
+    return [{"id": device_id, "numa": list(zones)} for device_id, zones in p.devices]
 
 
 def _pod_summary(p: Placed) -> dict[str, Any]:
@@ -333,11 +420,14 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
             await h.start_toposched()
             print(f"both as local processes; logs in {work}")
             runs: dict[str, Run] = {}
-            step("kube-scheduler alone places Online Boutique (namespace " + alone + ")")
+            step(f"kube-scheduler alone places the GPU workload, then Online Boutique (namespace {alone})")
             runs["plain"] = await place(h, "plain", alone, nodes)
             await h.delete_pods(alone)
             await asyncio.to_thread(_fresh, exporters)
-            step(f"toposched places Online Boutique (namespace {namespace}, AppGroup online-boutique)")
+            step(
+                f"toposched places the GPU workload, then Online Boutique (namespace {namespace}, "
+                "AppGroup online-boutique)"
+            )
             runs["toposched"] = await place(h, "toposched", namespace, nodes)
             nt = NetworkTopology.from_dict(
                 await h.custom.get_namespaced_custom_object(
@@ -346,7 +436,7 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
             )
             appgroup = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text()))
             costs = {name: dependency_costs(run, appgroup, nt) for name, run in runs.items()}
-            step("side by side: each pod's node, region/zone and NUMA zones, as the kubelets decided")
+            step("side by side: each pod's node, region/zone and NUMA zones (and GPU), as the kubelets decided")
             print(render(runs, costs))
             if json_out is not None:
                 text = json.dumps(summary(runs, costs), indent=2) + "\n"

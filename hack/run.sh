@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: the main job on the local control plane. Installs the CRDs and the example objects
 # (kwok nodes over two regions, sample latencies, an AppGroup, a NetworkTopology, an NRT), runs
-# the operators as a local process and shows what they wrote; then bench/demo.py places Online
-# Boutique on real kubelet nodes with toposched and with kube-scheduler alone, side by side.
+# the operators as a local process and shows what they wrote; then bench/demo.py places a GPU
+# workload and Online Boutique on real kubelet nodes (two of them with GPUs) with toposched and
+# with kube-scheduler alone, side by side.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,9 +59,9 @@ costs+='{range .originList[*]}{"  "}{.origin}{" ->"}{range .costList[*]}{" "}{.d
 step "kubectl get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone"
 "${kubectl[@]}" get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone
 
-# Real kubelet nodes, the exporter, both schedulers and Online Boutique: bench/demo.py. As root,
-# the node tools come from Debian packages when missing (make test-tools); otherwise the demo
-# says why it cannot place pods and the rest of the output stands.
+# Real kubelet nodes, the exporter, both schedulers, the GPU workload and Online Boutique:
+# bench/demo.py. As root, the node tools come from Debian packages when missing (make
+# test-tools); otherwise the demo says why it cannot place pods and the rest of the output stands.
 if [[ $(id -u) -eq 0 ]]; then
   "$repo/hack/install-node-tools.sh" || echo "run: the node tools could not be installed (see above)" >&2
 fi

@@ -51,6 +51,15 @@ def test_run_shows_the_order_the_costs_and_why(kubeconfig: Path) -> None:
     assert figures["toposched"]["topologyAffinityErrors"] == 0, _rejections(figures["toposched"], out)
     assert figures["toposched"]["admitted"] == len(figures["toposched"]["pods"]) == 11
     assert figures["plain"]["admitted"] + figures["plain"]["topologyAffinityErrors"] <= 11
+    # The GPU workload, placed first on the same nodes: each admitted pod's GPU is on its CPUs' zone.
+    assert re.search(r"^gpu-training\s+2\s+numa-[13]\s+[01]\s+gpu-\d@[01]\s+(running|admitted)", out, re.M)
+    gpus = figures["toposched"]["gpu"]
+    assert gpus["topologyAffinityErrors"] == 0, _rejections(gpus, out)
+    assert gpus["admitted"] == len(gpus["pods"]) == 2
+    for scheduler in ("toposched", "plain"):
+        for name, pod in figures[scheduler]["gpu"]["pods"].items():
+            if pod["kubelet"] in ("running", "admitted"):
+                assert [d["numa"] for d in pod["devices"]] == [pod["numa"]], (scheduler, name, pod)
     assert "The operators, the exporters and both schedulers have stopped" in out
     assert "toposched explain --pod pod.yaml" in out
 

@@ -32,6 +32,12 @@ WEIGHT_NETPERF: Final = "NetperfCosts"
 # Pod-level NUMA policy annotation (koordinator's spelling, so its users need not relabel).
 NUMA_TOPOLOGY_SPEC_ANNOTATION: Final = "scheduling.koordinator.sh/numa-topology-spec"
 
+# The Node labels the exporter sets from its kubelet's configuration (a cluster's operator may set
+# them too): a node labelled with a Topology Manager policy other than none is NUMA-managed, and the
+# extender expects its NRT, whatever happened to the NRT itself.
+TOPOLOGY_MANAGER_POLICY_LABEL: Final = "toposched.io/topology-manager-policy"
+TOPOLOGY_MANAGER_SCOPE_LABEL: Final = "toposched.io/topology-manager-scope"
+
 # NodeResourceTopology conventions.
 NRT_ZONE_TYPE_NODE: Final = "Node"
 NRT_ZONE_PREFIX: Final = "node-"

@@ -35,7 +35,16 @@ async def _serve(settings: SchedhookSettings) -> None:
     async with await connect(pool_size=64) as api:
         store = ObjectStore()
         placement = PlacementConfig(numa_strategy=settings.strategy, missing_nrt_fits=settings.missing_nrt == "pass")
-        binder = Binder(store, api, settings.weights_name, placement, settings.bind_wait, settings.reservation_timeout)
+        binder = Binder(
+            store,
+            api,
+            settings.weights_name,
+            placement,
+            settings.bind_wait,
+            settings.reservation_timeout,
+            settings.nrt_grace,
+            settings.stale_after,
+        )
         feeding = asyncio.create_task(feed(store, api, binder.warm))
         extender = Extender(binder)
         clients = list(settings.extender_client_names)

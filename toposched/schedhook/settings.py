@@ -137,9 +137,26 @@ class SchedhookSettings(Settings):
             "--missing-nrt",
             env="TOPOSCHED_MISSING_NRT",
             choices=("pass", "fail"),
-            help="nodes without a NodeResourceTopology: pass with the lowest score, or fail",
+            help="nodes without a NodeResourceTopology that none is expected of: pass with the lowest score, or fail",
         ),
     ] = "pass"
+    nrt_grace: Annotated[
+        float,
+        Setting(
+            "--nrt-grace",
+            env="TOPOSCHED_NRT_GRACE",
+            help="seconds a node whose NRT went away (and whose Node carries no Topology Manager label) still "
+            "counts as NUMA-managed: its exporter is expected back",
+        ),
+    ] = 600.0
+    stale_after: Annotated[
+        float,
+        Setting(
+            "--stale-after",
+            env="TOPOSCHED_STALE_AFTER",
+            help="seconds an NRT may leave out a pod bound to its node before the node counts as blind",
+        ),
+    ] = 30.0
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:

@@ -22,11 +22,12 @@ from typing import Any
 
 import aiohttp
 import orjson
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube import events, rest
 from toposched.schedhook.extender.bindorder import NodeBindOrder
+from toposched.schedhook.extender.knowledge import MISSING, STALE, Knowledge
 from toposched.schedhook.extender.reservations import Accounting, Ledger, Reservation
 from toposched.schedhook.extender.snapshots import SnapshotBuilder
 from toposched.schedhook.extender.store import ObjectStore
@@ -45,6 +46,11 @@ BINDING_SECONDS = 30.0
 FORGOTTEN = Counter(
     "toposched_extender_binds_reevaluated_total",
     "Binds whose filter result was no longer kept, so the pod was read and evaluated again.",
+)
+BLIND = Gauge(
+    "toposched_extender_blind_nodes",
+    "Nodes whose NUMA knowledge is missing (an NRT expected, none there) or stale (it leaves out bound pods).",
+    ["state"],
 )
 BIND_WAIT = Histogram(
     "toposched_extender_bind_wait_seconds",
@@ -73,6 +79,8 @@ class Binder:
         config: PlacementConfig | None = None,
         bind_wait: float = 0.25,
         reservation_timeout: float = 60.0,
+        nrt_grace: float = 600.0,
+        stale_after: float = 30.0,
     ) -> None:
         self.store = store
         self.api = api
@@ -81,7 +89,11 @@ class Binder:
         self.snapshots = SnapshotBuilder(store, weights_name)
         self.ledger = Ledger(reservation_timeout)
         self.accounting = Accounting(store)
+        self.knowledge = Knowledge(store, nrt_grace, stale_after)
+        self._blind: set[str] = set()
+        """Nodes already said to be blind (an Event each time one turns blind)."""
         self._nrt_changes = store.changes(("nrts",))
+        self._moved = store.pods.reader()
         self.filtered: OrderedDict[str, Filtered] = OrderedDict()
         """Per pod uid, the latest filter (at most ``KEEP_RESULTS``)."""
         self.unbound: dict[str, float] = {}
@@ -103,18 +115,34 @@ class Binder:
         if mine is not None:
             stale.add(mine.node)
             self.ledger.touch(mine.node)
-        return self.snapshots.snapshot(
+        snap = self.snapshots.snapshot(
             lambda node: self.ledger.held(node, exclude),
             self.ledger.by_node,
             stale,
             [*self.store.pods.placed.values(), *self._in_flight()],
         )
+        snap.blind = self._blind_nodes()
+        return snap
+
+    def _blind_nodes(self) -> dict[str, str]:
+        """The nodes whose NUMA knowledge is missing or stale, with why: in the metric, and an
+        Event on each Node when it turns blind."""
+        blind = self.knowledge.blind()
+        for state in (MISSING, STALE):
+            BLIND.labels(state).set(sum(1 for b in blind.values() if b.state == state))
+        for name in blind.keys() - self._blind:
+            logger.warning("blind to node %s: %s", name, blind[name].reason)
+            node = self.store.objects["nodes"].get(f"/{name}")
+            if node is not None:
+                self._event(node, "NUMAKnowledgeMissing", blind[name].reason)
+        self._blind = set(blind)
+        return {name: b.reason for name, b in blind.items()}
 
     def settle(self) -> list[Reservation]:
         """The reservations still held, after ending those of pods deleted or finished, those the
         NRTs now account for and those timed out."""
         self.ledger.release_pods(self.store.pods.take_ended())
-        self.ledger.check_again(self.store.pods.take_moved())
+        self.ledger.check_again(self.store.pods.take_moved(self._moved))
         nrts = self._nrt_changes.take()["nrts"]
         self.ledger.check_again(None if nrts is None else [key.partition("/")[2] for key in nrts])
         return self.ledger.live(self.accounting, lambda node: self.store.nrt_updated.get(node, 0.0))
@@ -244,15 +272,18 @@ class Binder:
     def _report_rejected(self) -> None:
         """A Warning Event on each Node or NRT found unreadable (once per version)."""
         rejected = self.snapshots.take_rejected()
-        if self.api is None:  # in process, without a cluster
-            return
         for body, reason in rejected:
-            what = f"{body.get('kind') or 'object'} ignored by the scheduler extender: {reason}"
-            task = asyncio.create_task(
-                events.post_event(self.api, body, "Warning", "InvalidObject", what, SCHEDHOOK_COMPONENT)
+            self._event(
+                body, "InvalidObject", f"{body.get('kind') or 'object'} ignored by the scheduler extender: {reason}"
             )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+
+    def _event(self, body: dict[str, Any], reason: str, message: str) -> None:
+        """A Warning Event on ``body``, posted in the background (none without an API client)."""
+        if self.api is None:
+            return
+        task = asyncio.create_task(events.post_event(self.api, body, "Warning", reason, message, SCHEDHOOK_COMPONENT))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
 def _binding(namespace: str, name: str, uid: str, node: str, annotations: dict[str, str] | None) -> dict[str, Any]:

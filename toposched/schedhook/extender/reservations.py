@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
 
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.store import ObjectStore, attributes_of
 from toposched.schedhook.placement.freshness import accounted
 
 
@@ -52,7 +52,7 @@ class Accounting:
         state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0))
         cached = self._accounted.get(node)
         if cached is None or cached[0] != state:
-            attributes = {a.get("name"): a.get("value") for a in body.get("attributes") or []}
+            attributes = attributes_of(body)
             cached = (state, accounted(attributes, list(pods.values())))  # dict order = bind order
             self._accounted[node] = cached
         if cached[1] is None:

@@ -57,30 +57,44 @@ class BoundPods:
         self._node_of: dict[str, str] = {}
         self.ended: set[str] = set()
         """Keys of pods deleted or finished since the binder last took them."""
-        self.moved: set[str] | None = set()
-        """Nodes whose pods changed since the binder last took them (None: any may have)."""
+        self.bound_at: dict[str, float] = {}
+        """Pod key -> when the watch first showed it bound (wall clock)."""
+        self._moved: list[set[str] | None] = []
+        """Per reader, the nodes whose pods changed since it last took them (None: any may have)."""
+
+    def reader(self) -> int:
+        """A reader of its own of the nodes whose pods change (``take_moved``)."""
+        self._moved.append(set())
+        return len(self._moved) - 1
+
+    def take_moved(self, reader: int) -> set[str] | None:
+        moved, self._moved[reader] = self._moved[reader], set()
+        return moved
 
     def clear(self) -> None:
         for node in self.on:
             self.version[node] = self.version.get(node, 0) + 1
         self.placed, self.on, self._node_of = {}, {}, {}
-        self.moved = None
+        self._moved = [None for _ in self._moved]
 
     def apply(self, key: str, pod: dict[str, Any] | None) -> None:
         """The pod ``key`` is now ``pod`` (None: deleted)."""
         placed = placed_pod(pod) if pod is not None else None
         if placed is None:  # deleted or finished: it holds nothing any more
             self.placed.pop(key, None)
+            self.bound_at.pop(key, None)
             self.ended.add(key)
         else:
             self.placed[key] = placed
+            self.bound_at.setdefault(key, time.time())
         node = placed.node if placed is not None else None
         before = self._node_of.get(key)
         if before == node:
             return
         for changed in (before, node):
-            if changed is not None and self.moved is not None:
-                self.moved.add(changed)
+            for moved in self._moved:
+                if changed is not None and moved is not None:
+                    moved.add(changed)
         if before is not None:
             self.on.get(before, {}).pop(key, None)
             self.version[before] = self.version.get(before, 0) + 1
@@ -99,10 +113,6 @@ class BoundPods:
     def take_ended(self) -> set[str]:
         ended, self.ended = self.ended, set()
         return ended
-
-    def take_moved(self) -> set[str] | None:
-        moved, self.moved = self.moved, set()
-        return moved
 
 
 class ObjectStore:
@@ -175,6 +185,17 @@ class ObjectStore:
             return {e["workload"]["selector"]: int(e["index"]) for e in entries} or None
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def attributes_of(nrt: dict[str, Any]) -> dict[str, str]:
+    """An NRT body's top-level attributes as read before any validation (a garbled entry is skipped)."""
+    found = nrt.get("attributes")
+    items = found if isinstance(found, list) else []
+    return {
+        a["name"]: a["value"]
+        for a in items
+        if isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("value"), str)
+    }
 
 
 def _node_signature(node: dict[str, Any]) -> tuple[Any, Any]:

@@ -17,6 +17,7 @@ from toposched.apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOL
 from toposched.apis.quantity import parse_quantity
 from toposched.schedhook.placement.columnar import NodeTable, eligible_pod, first_shortfall
 from toposched.schedhook.placement.kubelet.admission import predict
+from toposched.schedhook.placement.kubelet.claims import STATIC_CPU, STATIC_MEMORY, holds_exclusive
 from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli
 from toposched.schedhook.placement.kubelet.topologymanager import NONE, SINGLE_NUMA_NODE
 from toposched.schedhook.placement.model import NodeTopology, Pod, container_request
@@ -255,6 +256,7 @@ def evaluate(
         results.fail_many(*_everyone(candidates, f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"))
         return results
     _invalid_nodes(results, snapshot)
+    _blind_nodes(pod, results, snapshot)
     columnar = np.zeros(len(candidates), dtype=np.bool_)
     if (
         config.vectorize
@@ -294,6 +296,18 @@ def _invalid_nodes(results: Results, snapshot: Snapshot) -> None:
     for i in np.flatnonzero(results.rows < 0).tolist():
         reason = snapshot.invalid.get(results.names[i])
         if reason is not None:
+            results.fail(i, reason)
+
+
+def _blind_nodes(pod: Pod, results: Results, snapshot: Snapshot) -> None:
+    """Nodes whose NUMA knowledge is missing or stale fail a pod that needs exclusive CPUs, pinned
+    memory or devices (as the static CPU and Static Memory Managers would give them): nothing says
+    what their kubelet would admit."""
+    if not snapshot.blind or not holds_exclusive(pod, STATIC_CPU, STATIC_MEMORY):
+        return
+    for i, name in enumerate(results.names):
+        reason = snapshot.blind.get(name)
+        if reason is not None and results.fit[i]:
             results.fail(i, reason)
 
 

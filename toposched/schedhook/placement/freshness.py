@@ -32,11 +32,16 @@ def accounted(
     published = attributes.get(NRT_ATTR_PODS_FINGERPRINT)
     if not published:
         return None
-    method = attributes.get(NRT_ATTR_PODS_FINGERPRINT_METHOD, METHOD_ALL)
-    cpu, memory = attributes.get(NRT_ATTR_CPU_MANAGER_POLICY), attributes.get(NRT_ATTR_MEMORY_MANAGER_POLICY)
-    counted = [(ns, name) for ns, name, pod in pods if method == METHOD_ALL or holds_exclusive(pod, cpu, memory)]
+    counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
     for newest in range(min(lag, len(counted)) + 1):
         prefix = counted[: len(counted) - newest]
         if fingerprint(prefix) == published:
             return frozenset(prefix)
     return frozenset()
+
+
+def counted_pods(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]]) -> list[tuple[str, str, Pod]]:
+    """The pods an NRT's fingerprint counts, by its method: all, or those holding exclusive resources."""
+    method = attributes.get(NRT_ATTR_PODS_FINGERPRINT_METHOD, METHOD_ALL)
+    cpu, memory = attributes.get(NRT_ATTR_CPU_MANAGER_POLICY), attributes.get(NRT_ATTR_MEMORY_MANAGER_POLICY)
+    return [p for p in pods if method == METHOD_ALL or holds_exclusive(p[2], cpu, memory)]

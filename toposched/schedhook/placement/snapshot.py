@@ -28,6 +28,9 @@ class Snapshot:
     """Node name -> why its NRT or Node object was skipped: such a node fails every pod with that reason."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """(kind, which and why) of objects left out entirely (``snapshot`` fills it for the explain command)."""
+    blind: dict[str, str] = field(default_factory=dict)
+    """Node name -> why its NUMA knowledge is missing or stale: pods that need exclusive CPUs,
+    pinned memory or devices fail there, saying why; other pods are judged as before."""
     table: NodeTable | None = None
     """The NRTs in columns; built on first use, or kept in step with ``nrts`` by the extender's cache."""
 

@@ -158,7 +158,11 @@ def test_zones_that_are_not_numa_nodes_are_ignored() -> None:
         ({"cpuManagerPolicy": "Static"}, [], "cpuManagerPolicy: 'Static' is no value"),
         ({"memoryManagerPolicy": "static"}, [], "memoryManagerPolicy: 'static' is no value"),
         ({"topologyManagerPolicyOptions": "numa-score-weights=1"}, [], "'numa-score-weights=1' is no option"),
-        ({"topologyManagerPolicyOptions": "prefer-closest-numa-nodes=maybe"}, [], "prefer-closest-numa-nodes='maybe' is not valid"),
+        (
+            {"topologyManagerPolicyOptions": "prefer-closest-numa-nodes=maybe"},
+            [],
+            "prefer-closest-numa-nodes='maybe' is not valid",
+        ),
         ({}, ["SingleNUMANodeNodeLevel"], "topologyPolicies: 'SingleNUMANodeNodeLevel' is no policy"),
     ],
     ids=["policy-spelled-otherwise", "scope", "cpu-manager", "memory-manager", "option", "option-value", "legacy"],

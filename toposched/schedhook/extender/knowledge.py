@@ -1,0 +1,142 @@
+"""What the extender knows of each node's NUMA zones, and where it is blind. Pure bookkeeping.
+
+A node's knowledge is one of:
+
+- **known**: its NRT is there and keeps up with the pods bound to the node;
+- **stale**: its NRT has left out a pod bound to the node for longer than ``stale_after``
+  (by the NRT's pods fingerprint: the exporter on that node is not keeping up);
+- **missing**: it has no NRT, but one is expected -- the Node carries a Topology Manager policy
+  label other than ``none`` (the exporter sets it from its kubelet; an operator may set it), or the
+  node had an NRT less than ``grace`` seconds ago;
+- **never NUMA-managed**: no NRT and none expected (a node without a Topology Manager policy).
+
+Stale and missing nodes are *blind*: a pod that needs exclusive CPUs, pinned memory or devices
+must not pass them, since nothing says what their kubelet will admit. The other pods, and nodes
+never NUMA-managed, are judged as before.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL
+from toposched.schedhook.extender.store import ObjectStore, attributes_of
+from toposched.schedhook.placement.freshness import accounted, counted_pods
+
+STALE, MISSING = "stale", "missing"
+
+
+@dataclass(frozen=True)
+class Blind:
+    state: str
+    """``stale`` or ``missing``."""
+    since: float
+    """Wall-clock time (seconds) the node has been so."""
+    reason: str
+
+
+def clock(at: float) -> str:
+    """``12:01:03`` (UTC): when, as a filter's reason says it."""
+    return time.strftime("%H:%M:%S", time.gmtime(at))
+
+
+class Knowledge:
+    def __init__(
+        self,
+        store: ObjectStore,
+        grace: float = 600.0,
+        stale_after: float = 30.0,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.grace = grace
+        self.stale_after = stale_after
+        self.now = now
+        self._changes = store.changes(("nodes", "nrts"))
+        self._moved = store.pods.reader()
+        self._had_nrt: dict[str, float] = {}
+        """Node -> when its NRT was last seen (wall clock): while ``grace`` lasts, one is expected."""
+        self._missing: dict[str, float] = {}
+        """Node -> since when it has had no NRT, for nodes that had one or are labelled."""
+        self._behind: dict[str, tuple[float, int]] = {}
+        """Node -> (since when, how many) bound pods its NRT leaves out."""
+
+    def blind(self) -> dict[str, Blind]:
+        """The blind nodes now, by name, with why."""
+        self._follow()
+        now = self.now()
+        out: dict[str, Blind] = {}
+        for name, since in list(self._missing.items()):
+            if not self._expected(name, now):
+                del self._missing[name]
+                continue
+            why = (
+                f"NRT of {name} missing since {clock(since)}; the exporter on that node is not publishing "
+                "(a NUMA-managed node: the pod would be admitted or rejected blindly)"
+            )
+            out[name] = Blind(MISSING, since, why)
+        for name, (since, count) in self._behind.items():
+            if now - since > self.stale_after and name not in out:
+                why = (
+                    f"NRT of {name} is stale: {count} pod(s) bound since {clock(since)} are not in it; the exporter "
+                    "on that node is not keeping up"
+                )
+                out[name] = Blind(STALE, since, why)
+        return out
+
+    def _expected(self, name: str, now: float) -> bool:
+        node = self.store.objects["nodes"].get(f"/{name}")
+        if node is None:
+            return False  # no Node: no pod is placed there anyway
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        policy = labels.get(TOPOLOGY_MANAGER_POLICY_LABEL)
+        if policy is not None:
+            return str(policy) != "none"
+        seen = self._had_nrt.get(name)
+        return seen is not None and now - seen < self.grace
+
+    def _follow(self) -> None:
+        """Bring the per-node records up to date with what changed in the store."""
+        changed = self._changes.take()
+        nrts = self.store.objects["nrts"]
+        names: set[str] = set()
+        for kind in ("nodes", "nrts"):
+            keys = changed[kind]
+            names |= {k.partition("/")[2] for k in (self.store.objects[kind] if keys is None else keys)}
+        moved = self.store.pods.take_moved(self._moved)
+        names |= set(self.store.pods.on) if moved is None else moved
+        now = self.now()
+        for name in names:
+            self._look(name, now, nrts.get(f"/{name}"))
+
+    def _look(self, name: str, now: float, nrt: dict[str, Any] | None) -> None:
+        if nrt is not None:
+            self._had_nrt[name] = now
+            self._missing.pop(name, None)
+            self._behind_of(name, nrt, now)
+            return
+        self._behind.pop(name, None)
+        if name not in self._missing and self._expected(name, now):
+            self._missing[name] = now
+
+    def _behind_of(self, name: str, nrt: dict[str, Any], now: float) -> None:
+        """Since when the NRT has left out pods bound to the node, by its fingerprint: the newest
+        few it is usually behind by, since they were bound; or, when it matches no recent set of
+        the node's pods at all, since that was first seen."""
+        attributes = attributes_of(nrt)
+        bound = list(self.store.pods.on.get(name, {}).values())
+        held = accounted(attributes, bound)
+        if held is None:  # no fingerprint: nothing can be said
+            self._behind.pop(name, None)
+            return
+        counted = [(ns, pod) for ns, pod, _ in counted_pods(attributes, bound)]
+        left_out = [key for key in counted if key not in held] if held else counted
+        if not left_out:
+            self._behind.pop(name, None)
+            return
+        if held:
+            since = min(self.store.pods.bound_at.get(f"{ns}/{pod}", now) for ns, pod in left_out)
+        else:
+            since = self._behind.get(name, (now, 0))[0]
+        self._behind[name] = (since, len(left_out))

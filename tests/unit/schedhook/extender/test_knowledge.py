@@ -87,7 +87,8 @@ def test_a_node_missing_its_nrt(labelled: bool, step: Step, blind: bool) -> None
     fit, reason = answer(binder, EXCLUSIVE)
     assert fit is not blind
     if blind:
-        assert reason.startswith("NRT of n1 missing since ") and "not publishing" in reason
+        assert reason.startswith("NRT of n1 missing since ")
+        assert "not publishing" in reason
     assert answer(binder, SHARED)[0]  # a pod that needs nothing exclusive is judged as before
 
 

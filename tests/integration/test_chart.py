@@ -23,6 +23,7 @@ from testkit.cluster import create_appgroup, ensure_kwok_node, free_port, wait_d
 from testkit.extender import REFUSED, call, schedhook_tls_args
 from testkit.paths import CRDS, EXAMPLES, REPO
 from testkit.sysfs import eight_node, two_socket
+from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL
 from toposched.exporter.kubeletconfig import KubeletConfig
 from toposched.exporter.publisher import NRTS, Publisher
 from toposched.exporter.sysfs import read_machine
@@ -459,6 +460,11 @@ async def write(kube: KubeAPI, node: str, what: str, tmp_path: Path) -> None:
     if what == "bandwidth":
         await publisher.advertise_bandwidth(10**10)
         return
+    if what in ("labels", "other-label"):
+        key = TOPOLOGY_MANAGER_POLICY_LABEL if what == "labels" else "example.com/other"
+        body = await publisher.read_node()
+        assert await publisher.label_node(body, {key: f"v{uuid.uuid4().hex[:6]}"}) is True
+        return
     owner = await publisher.owner()
     # The admin's NRT differs from the exporter's, so the exporter replaces it.
     sysfs = eight_node(tmp_path / what) if what == "admin" else two_socket(tmp_path / what)
@@ -466,6 +472,7 @@ async def write(kube: KubeAPI, node: str, what: str, tmp_path: Path) -> None:
 
 
 NOT_OWN = "the toposched exporter on node {a} may write {what} of its own node only, not of {b}"
+OTHER_LABEL = "the toposched exporter may change only the toposched.io/topology-manager-* labels of its node"
 
 
 @pytest.mark.parametrize(
@@ -474,6 +481,9 @@ NOT_OWN = "the toposched exporter on node {a} may write {what} of its own node o
         pytest.param("token-a", "create", "a", None, id="own-nrt-created"),
         pytest.param("token-a", "replace", "a", None, id="own-nrt-replaced"),
         pytest.param("token-a", "bandwidth", "a", None, id="own-node-status"),
+        pytest.param("token-a", "labels", "a", None, id="own-node-topology-labels"),
+        pytest.param("token-a", "other-label", "a", OTHER_LABEL, id="own-node-another-label"),
+        pytest.param("token-a", "labels", "b", NOT_OWN, id="other-node-labels"),
         pytest.param("token-a", "create", "b", NOT_OWN, id="other-nrt-created"),
         pytest.param("token-a", "replace", "b", NOT_OWN, id="other-nrt-replaced"),
         pytest.param("token-a", "bandwidth", "b", NOT_OWN, id="other-node-status"),
@@ -516,7 +526,9 @@ async def test_exporter_writes_only_its_own_node(
         with pytest.raises(ApiError) as info:
             await write(kube, target, what, tmp_path)
     print(f"{what} {target} with {token}: {info.value}")
-    resource = "nodes/status" if what == "bandwidth" else "noderesourcetopologies"
+    resource = {"bandwidth": "nodes/status", "labels": "nodes", "other-label": "nodes"}.get(
+        what, "noderesourcetopologies"
+    )
     assert info.value.status == 403
     assert denied.format(what=resource, **nodes_a_and_b) in str(info.value)
 

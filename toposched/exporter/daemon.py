@@ -13,20 +13,22 @@ import contextlib
 import logging
 import time
 from decimal import Decimal
+from typing import Any
 
 import prometheus_client
 from prometheus_client import Counter, Gauge, Histogram
 
+from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL, TOPOLOGY_MANAGER_SCOPE_LABEL
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter import checkpoints
 from toposched.exporter.checkpoints import Checkpoints
-from toposched.exporter.kubeletconfig import KubeletConfigError, load
+from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.publisher import NodeGoneError, Publisher
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import SysfsError, read_machine
 from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
-from toposched.kube.nodeclient import KubeAPI
+from toposched.kube.nodeclient import ApiError, KubeAPI
 from toposched.kube.outage import Outage
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ class Exporter:
         self.allocatable_until = 0.0
         """Until then (monotonic), every poll reads the allocatable list again (``PLUGIN_SETTLE``)."""
         self.device_problem = ""
+        self.label_refused = ""
         self.podresources_ok = False
         self.last_success = 0.0
         self.last_loop = time.monotonic()
@@ -176,11 +179,28 @@ class Exporter:
         written = await publisher.publish(build(inputs))
         if written:
             WRITES.inc()
+        await self.label(publisher, node, inputs.kubelet)
         if self.settings.advertise_bandwidth:
             speeds = [nic.speed_bps for nic in inputs.machine.nics if nic.speed_bps]
             if speeds:
                 await publisher.advertise_bandwidth(sum(speeds))
         return written
+
+    async def label(self, publisher: Publisher, node: dict[str, Any], kubelet: KubeletConfig) -> None:
+        """The Node says its kubelet's Topology Manager policy and scope (labels), so that the
+        scheduler side knows a NUMA-managed node even while its NRT is missing. Best effort: a
+        refusal (RBAC, an admission policy) is said once and publishing goes on."""
+        labels = {
+            TOPOLOGY_MANAGER_POLICY_LABEL: kubelet.topology_manager_policy,
+            TOPOLOGY_MANAGER_SCOPE_LABEL: kubelet.topology_manager_scope,
+        }
+        try:
+            await publisher.label_node(node, labels)
+            self.label_refused = ""
+        except ApiError as exc:
+            if str(exc) != self.label_refused:
+                logger.warning("cannot label node %s with its Topology Manager policy: %s", self.settings.node, exc)
+            self.label_refused = str(exc)
 
     async def run(self) -> None:
         if self.settings.metrics_port:

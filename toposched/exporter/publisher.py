@@ -42,6 +42,14 @@ class Publisher:
             raise
         return node
 
+    async def label_node(self, node: dict[str, Any], labels: dict[str, str]) -> bool:
+        """Set ``labels`` on the Node unless it has them already; True when written."""
+        have = (node.get("metadata") or {}).get("labels") or {}
+        if all(have.get(k) == v for k, v in labels.items()):
+            return False
+        await self.api.request("PATCH", f"/api/v1/nodes/{self.node}", {"metadata": {"labels": labels}}, MERGE)
+        return True
+
     async def owner(self) -> dict[str, str]:
         """The ownerReference of the Node; NodeGoneError when it was deleted."""
         node = await self.read_node()

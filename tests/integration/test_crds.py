@@ -94,6 +94,10 @@ def _bad_quantity(body: dict[str, Any]) -> None:
     body["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = "lots"
 
 
+def _control_character(body: dict[str, Any]) -> None:
+    body["zones"][0]["name"] = "node-0\x1b[31m"
+
+
 def _cost_too_high(body: dict[str, Any]) -> None:
     body["spec"]["workloads"][0]["dependencies"][0]["maxNetworkCost"] = 10001
 
@@ -115,6 +119,7 @@ def _cost_too_high(body: dict[str, Any]) -> None:
         ),
         ("appgroup-online-boutique.yaml", _bad_quantity, "minBandwidth: Invalid value"),
         ("appgroup-online-boutique.yaml", _cost_too_high, "should be less than or equal to 10000"),
+        ("noderesourcetopology.yaml", _control_character, "zones[0].name: Invalid value"),
     ],
     ids=[
         "negative-network-cost",
@@ -123,6 +128,7 @@ def _cost_too_high(body: dict[str, Any]) -> None:
         "nrt-empty-zones",
         "bad-quantity",
         "max-network-cost-above-10000",
+        "nrt-name-with-a-control-character",
     ],
 )
 async def test_invalid_object_is_rejected_with_a_readable_message(

@@ -37,7 +37,9 @@ class Case:
 
     def describe(self) -> str:
         s = self.settings
-        options = ",".join(f"{k}={v}" for k, v in sorted(s.topology_manager_policy_options.items()))
+        options = ",".join(
+            f"{k}={v}" for k, v in sorted({**s.topology_manager_policy_options, **s.cpu_manager_policy_options}.items())
+        )
         managers = f"cpu {s.cpu_manager_policy} (reserved {s.reserved_system_cpus}), memory {s.memory_manager_policy}"
         policy = f"{s.topology_manager_policy}/{s.topology_manager_scope}" + (f" [{options}]" if options else "")
         devices = f"; devices {' '.join(self.devices.specs())}" if self.devices.resources else ""
@@ -150,6 +152,7 @@ def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
     if rng.random() < 0.1:
         options["max-allowable-numa-nodes"] = rng.choice(("8", "16"))
     return KubeletSettings(
+        cpu_manager_policy_options=_cpu_options(rng, topology),
         cpu_manager_policy=cpu_policy,
         reserved_system_cpus=",".join(map(str, reserved)),
         memory_manager_policy=memory_policy,
@@ -157,6 +160,22 @@ def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
         topology_manager_scope=rng.choices(("container", "pod"), weights=(60, 40))[0],
         topology_manager_policy_options=options,
     )
+
+
+def _cpu_options(rng: random.Random, topology: Topology) -> dict[str, str]:
+    """The CPU Manager's options on a share of the cases, in combinations the kubelet accepts:
+    full-pcpus-only on half of the SMT machines (where it rejects), the others on a few."""
+    options: dict[str, str] = {}
+    if topology.threads_per_core > 1 and rng.random() < 0.5:
+        options["full-pcpus-only"] = "true"
+    if rng.random() < 0.15:
+        options["strict-cpu-reservation"] = "true"
+    spread = rng.choice((None, None, None, "distribute-cpus-across-numa", "prefer-align-cpus-by-uncorecache"))
+    if spread is not None:
+        options[spread] = "true"
+    if rng.random() < 0.05:
+        options["full-pcpus-only"] = "false"  # said, and off
+    return options
 
 
 # -- pods ----------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from toposched.schedhook.placement.parse import from_nrt, pod_from_spec
 NAMESPACE = "toposched-oracle"
 RUNTIME_CLASS = "toposched-oracle"
 DECISION_TIMEOUT = 30.0
-REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError")
+REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError", "SMTAlignmentError")
 _DENIED = re.compile(r'"Pod admission denied" podUID="(?P<uid>[^"]+)".* reason="(?P<reason>[^"]*)"')
 
 

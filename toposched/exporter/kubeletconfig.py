@@ -28,6 +28,7 @@ class KubeletConfig:
     topology_manager_scope: str = "container"
     topology_manager_policy_options: dict[str, str] = field(default_factory=dict)
     cpu_manager_policy: str = "none"
+    cpu_manager_policy_options: dict[str, str] = field(default_factory=dict)
     memory_manager_policy: str = "None"
     reserved_system_cpus: tuple[int, ...] = ()
     reserved_memory: dict[int, dict[str, Decimal]] = field(default_factory=dict)
@@ -102,9 +103,8 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
                 eviction = _quantities({"memory": value}, f"{source}: evictionHard.memory.available")["memory"]
         elif not data.get("mergeDefaultEvictionSettings"):
             eviction = Decimal(0)
-    options = _map(data, "topologyManagerPolicyOptions", source)
-    if not all(isinstance(v, str | int | float | bool) for v in options.values()):
-        raise KubeletConfigError(f"{source}: topologyManagerPolicyOptions: expected a map of strings")
+    options = _options(data, "topologyManagerPolicyOptions", source)
+    cpu_options = _options(data, "cpuManagerPolicyOptions", source)
     cpus = data.get("reservedSystemCPUs") or ""
     if not isinstance(cpus, str | int) or isinstance(cpus, bool):
         raise KubeletConfigError(f"{source}: reservedSystemCPUs: expected a CPU list such as 0-1")
@@ -116,10 +116,9 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
         topology_manager_policy=_choice(data, "topologyManagerPolicy", TOPOLOGY_POLICIES, source),
         topology_manager_scope=_choice(data, "topologyManagerScope", SCOPES, source),
         # As the kubelet spells them: a YAML true is the string "true".
-        topology_manager_policy_options={
-            str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()
-        },
+        topology_manager_policy_options=options,
         cpu_manager_policy=_choice(data, "cpuManagerPolicy", CPU_POLICIES, source),
+        cpu_manager_policy_options=cpu_options,
         memory_manager_policy=_choice(data, "memoryManagerPolicy", MEMORY_POLICIES, source),
         reserved_system_cpus=reserved_cpus,
         reserved_memory=reserved_memory,
@@ -128,6 +127,14 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
         eviction_memory=eviction,
         source=source,
     )
+
+
+def _options(data: dict[str, Any], key: str, source: str) -> dict[str, str]:
+    """A policy's options, as the kubelet spells them (a YAML true is the string "true")."""
+    options = _map(data, key, source)
+    if not all(isinstance(v, str | int | float | bool) for v in options.values()):
+        raise KubeletConfigError(f"{source}: {key}: expected a map of strings")
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
 
 
 def load(path: Path | None) -> KubeletConfig:

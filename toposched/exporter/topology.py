@@ -25,6 +25,7 @@ from decimal import ROUND_FLOOR, Decimal
 
 from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_CPU_SOURCE,
     NRT_ATTR_DEVICE_GROUPS,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
@@ -174,6 +175,7 @@ _ATTRIBUTE_ORDER = (
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_RESERVED_SYSTEM_CPUS,
     NRT_ATTR_PODS_FINGERPRINT,
@@ -422,10 +424,12 @@ def _kubelet_attributes(kubelet: KubeletConfig) -> dict[str, str]:
         NRT_ATTR_CPU_MANAGER_POLICY: kubelet.cpu_manager_policy,
         NRT_ATTR_MEMORY_MANAGER_POLICY: kubelet.memory_manager_policy,
     }
-    if kubelet.topology_manager_policy_options:
-        attributes[NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS] = ",".join(
-            f"{k}={v}" for k, v in sorted(kubelet.topology_manager_policy_options.items())
-        )
+    for name, options in (
+        (NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS, kubelet.topology_manager_policy_options),
+        (NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS, kubelet.cpu_manager_policy_options),
+    ):
+        if options:
+            attributes[name] = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
     if kubelet.reserved_system_cpus:
         attributes[NRT_ATTR_RESERVED_SYSTEM_CPUS] = format_cpulist(kubelet.reserved_system_cpus)
     return attributes

@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from toposched.schedhook.placement.kubelet import hints
-from toposched.schedhook.placement.kubelet.claims import CPU, STATIC_CPU, STATIC_MEMORY, container_claims
+from toposched.schedhook.placement.kubelet.claims import (
+    CPU,
+    FULL_PCPUS_ONLY,
+    STATIC_CPU,
+    STATIC_MEMORY,
+    container_claims,
+)
 from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli, milli_request
 from toposched.schedhook.placement.kubelet.state import memory_groups
 from toposched.schedhook.placement.kubelet.topologymanager import SINGLE_NUMA_NODE, single_numa_choice
@@ -204,7 +210,10 @@ class NodeTable:
             self.grouped[: len(node.zones), i] = [zone.numa in groups for zone in node.zones]
         self.zone_count[i] = len(node.zones)
         self.cpu_zones[i] = sum(1 for zone in node.zones if zone.capacity.get(CPU, Decimal(0)) > 0)
-        self.single_numa[i] = node.policy == SINGLE_NUMA_NODE and node.knows_managers
+        # full-pcpus-only can reject what the zones hold (whole cores): such nodes ask the predictor.
+        self.single_numa[i] = (
+            node.policy == SINGLE_NUMA_NODE and node.knows_managers and FULL_PCPUS_ONLY not in node.cpu_options
+        )
         self.cpu_static[i] = node.cpu_manager == STATIC_CPU
         self.memory_static[i] = node.memory_manager == STATIC_MEMORY
         self.pod_scope[i] = node.scope == "pod"

@@ -62,6 +62,8 @@ class NodeTopology:
     """NUMA masks the Static Memory Manager has grouped for multi-NUMA allocations."""
     threads_per_core: int | None = None
     """CPUs per physical core when all cores have the same number (None: unknown)."""
+    cpu_options: frozenset[str] = frozenset()
+    """The CPU Manager's options turned on (cpuManagerPolicyOptions)."""
     device_groups: Mapping[str, tuple[DeviceGroup, ...]] = field(default_factory=dict)
     """Per device resource, the devices the zones cannot show alone: attached to several zones
     (each of which counts them) or without topology (none counts them)."""

@@ -14,6 +14,7 @@ from typing import Any
 from toposched.apis.constants import (
     APPGROUP_LABEL,
     NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_DEVICE_GROUPS,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
@@ -38,6 +39,7 @@ from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
+from toposched.schedhook.placement.kubelet.claims import FULL_PCPUS_ONLY
 from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
@@ -57,6 +59,17 @@ TOPOLOGY_MANAGER_OPTIONS = {
     "max-allowable-numa-nodes": lambda v: bool(_DECIMAL.fullmatch(v)),
 }
 """The Topology Manager's options of the pinned kubelet (1.36), and what a valid value is."""
+CPU_MANAGER_OPTIONS = (
+    FULL_PCPUS_ONLY,
+    "distribute-cpus-across-numa",
+    "distribute-cpus-across-cores",
+    "strict-cpu-reservation",
+    "prefer-align-cpus-by-uncorecache",
+)
+"""The CPU Manager's options (1.36) the predictor follows: full-pcpus-only rejects (SMTAlignmentError);
+the others change which CPUs within the aligned zones are taken, never the admission. Not here:
+align-by-socket, which makes socket-aligned hints preferred (sockets are not in the NRT), so a
+node with it is unknown rather than predicted wrong."""
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
     "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
@@ -88,6 +101,13 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
     policy = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY) or policy
     scope = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_SCOPE) or scope
     options = _options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS))
+    cpu_options = _cpu_options(nrt.attribute(NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS))
+    threads = _count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1)
+    if FULL_PCPUS_ONLY in cpu_options and threads is None:
+        raise ValueError(
+            f"attributes.{NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS}: {FULL_PCPUS_ONLY} without "
+            f"{NRT_ATTR_THREADS_PER_CORE}: which requests the kubelet rejects cannot be predicted"
+        )
     zones = []
     distances: dict[int, dict[int, int]] = {}
     for z in nrt.zones:
@@ -118,7 +138,8 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         max_numa=_max_numa(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES)),
         prefer_closest=options.get(PREFER_CLOSEST_NUMA_NODES) == "true",
         memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
-        threads_per_core=_count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1),
+        threads_per_core=threads,
+        cpu_options=cpu_options,
         device_groups=_device_groups(nrt.attribute(NRT_ATTR_DEVICE_GROUPS)),
     )
 
@@ -130,6 +151,21 @@ def _device_groups(raw: str | None) -> dict[str, tuple[DeviceGroup, ...]]:
         return parse_groups(raw or "")
     except ValueError as exc:
         raise ValueError(f"attributes.{NRT_ATTR_DEVICE_GROUPS}: {exc}") from None
+
+
+def _cpu_options(raw: str | None) -> frozenset[str]:
+    """The CPU Manager's options turned on; ValueError for one the predictor does not follow."""
+    enabled = set()
+    for item in filter(None, (i.strip() for i in (raw or "").split(","))):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or name not in CPU_MANAGER_OPTIONS or value.lower() not in ("true", "false"):
+            raise ValueError(
+                f"attributes.{NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS}: {item!r} is no option toposched follows "
+                f"({', '.join(f'{o}=true|false' for o in CPU_MANAGER_OPTIONS)})"
+            )
+        if value.lower() == "true":
+            enabled.add(name)
+    return frozenset(enabled)
 
 
 def _options(raw: str | None) -> dict[str, str]:

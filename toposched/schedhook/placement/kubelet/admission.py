@@ -89,6 +89,7 @@ def _allocate(state: NodeState, pod: Pod, container: Container, decided: Hint) -
     zones: set[int] = set()
     claims = container_claims(pod, container)
     if node.cpu_manager == STATIC_CPU and claims.cpus:
+        state.check_smt_alignment(claims.cpus)
         zones.update(state.take_cpus(claims.cpus, decided.affinity, init))
     if node.memory_manager == STATIC_MEMORY and claims.memory:
         zones.update(bits(state.take_memory(claims.memory, decided, init)))

@@ -14,6 +14,7 @@ from toposched.schedhook.placement.model import HOST_LEVEL, Container, Pod, cont
 CPU = "cpu"
 STATIC_CPU = "static"
 STATIC_MEMORY = "Static"
+FULL_PCPUS_ONLY = "full-pcpus-only"
 
 
 def numa_memory(resource: str) -> bool:

@@ -14,7 +14,15 @@ from decimal import Decimal
 import numpy as np
 
 from toposched.schedhook.placement.kubelet import hints
-from toposched.schedhook.placement.kubelet.claims import CPU, STATIC_CPU, STATIC_MEMORY, Claims, device, numa_memory
+from toposched.schedhook.placement.kubelet.claims import (
+    CPU,
+    FULL_PCPUS_ONLY,
+    STATIC_CPU,
+    STATIC_MEMORY,
+    Claims,
+    device,
+    numa_memory,
+)
 from toposched.schedhook.placement.kubelet.hints import Ints, Masks, milli, milli_request
 from toposched.schedhook.placement.kubelet.topologymanager import (
     Hint,
@@ -146,6 +154,18 @@ class NodeState:
             inside=inside,
         )
         return self._hints(masks, fits, preferred)
+
+    def check_smt_alignment(self, request: int) -> None:
+        """full-pcpus-only: a request the kubelet refuses with SMTAlignmentError -- not whole cores,
+        or more whole free cores than there are (the siblings of reserved CPUs never count)."""
+        if FULL_PCPUS_ONLY not in self.node.cpu_options:
+            return
+        threads = self.node.threads_per_core or 1
+        if request % threads:
+            raise RejectedError(f"SMTAlignmentError: {request} CPUs are not whole cores of {threads} threads")
+        physical = sum(self.free_cores.values()) * threads
+        if request > physical:
+            raise RejectedError(f"SMTAlignmentError: {request} CPUs requested, {physical} on whole free cores")
 
     def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
         """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first

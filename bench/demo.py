@@ -12,6 +12,11 @@ scarce resource, and each pod's GPU (id and zone) is what its kubelet reports th
 The real nodes join the kwok workers' regions and zones (examples/nodes.yaml), one per zone;
 their latencies are the sample's, by zone. toposched's pods are left running for a person to
 look at; kube-scheduler alone's are removed to make room for them.
+
+``--delete-nrt NODE,...`` (or ``TOPOSCHED_DEMO_DELETE_NRT``; ``all``: every real node) deletes
+those nodes' NRTs between the two placements, just before toposched places its pods, as happens
+when a Node or its NRT is recreated: their exporters publish them again within their period, and
+until then toposched's pods must wait with the reason, never land on a node it cannot see into.
 """
 
 import argparse
@@ -30,8 +35,9 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client
 
-from bench.harness import Harness, SetupError
+from bench.harness import NRT_GROUP, NRT_PLURAL, NRT_VERSION, Harness, SetupError
 from bench.realnodes import REJECTIONS, kubelet_verdict, kubelet_zones, require_real_nodes
+from testkit.freshness import freshness, timestamp
 from testkit.paths import EXAMPLES, REPO
 from testkit.realnode import (
     KubeletSettings,
@@ -121,6 +127,16 @@ class Run:
     """workload -> where its pod went and what the kubelet said."""
     gpu_pods: dict[str, Placed] = field(default_factory=dict)
     """The GPU workload's pods, likewise."""
+    deleted_nrts: dict[str, float | None] = field(default_factory=dict)
+    """Node whose NRT was deleted just before this run -> seconds until its exporter published it
+    again (None: not by the run's end)."""
+    waited: dict[str, str] = field(default_factory=dict)
+    """Pod -> the scheduler's reason it waited for a deleted NRT (its FailedScheduling Event)."""
+
+    def unpredicted(self) -> list[str]:
+        """Bound pods the extender predicted no NUMA zones for: placed without an NRT to go by."""
+        every = {**self.gpu_pods, **self.pods}
+        return [name for name, p in every.items() if p.node is not None and p.predicted is None]
 
 
 def errors(pods: dict[str, Placed]) -> int:
@@ -210,17 +226,19 @@ async def wait_judged(
         await asyncio.sleep(0.2)
 
 
-async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, RealNode]) -> Run:
+async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, RealNode], patient: bool = False) -> Run:
     """The GPU pods together, then Online Boutique's pods in its topology order, each created once
     the one before is bound (toposched's order gates do this in a full install); then what the
-    kubelets made of them, and which GPU each GPU pod got."""
+    kubelets made of them, and which GPU each GPU pod got. ``patient``: a pod found unschedulable
+    is waited for too (kube-scheduler retries it within its backoff), as when NRTs are missing."""
     appgroup = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-online-boutique.yaml").read_text()))
     order = sort_spec(appgroup.spec).order
+    unbound = ("unbound", "unschedulable") if patient else ("unbound",)
     await h.create_pods(namespace, [gpu_pod(name, scheduler) for name in GPU_PODS])
-    await wait_judged(h, namespace, list(GPU_PODS), until=("unbound",), within=30)
+    await wait_judged(h, namespace, list(GPU_PODS), until=unbound, within=30)
     for workload in order:
         await h.core.create_namespaced_pod(namespace, demo_pod(workload, scheduler))
-        await wait_judged(h, namespace, [workload], until=("unbound",), within=30)
+        await wait_judged(h, namespace, [workload], until=unbound, within=30)
     pods = await wait_judged(h, namespace, [*GPU_PODS, *order])
     run = Run(scheduler, namespace)
     run.pods = {workload: _placed(pods.get(workload), nodes) for workload in order}
@@ -229,6 +247,51 @@ async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, Rea
         if placed.node is not None and placed.verdict in ("running", "admitted"):
             placed.devices = await devices_of(nodes[placed.node], namespace, name)
     return run
+
+
+async def delete_nrts(h: Harness, names: Sequence[str]) -> float:
+    """Delete the NRTs of ``names`` (as a Node's recreation does, through the garbage collector);
+    returns when (wall clock)."""
+    for name in names:
+        await h.custom.delete_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name)
+    return time.time()
+
+
+async def stored_nrt(h: Harness, name: str) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = await h.custom.get_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+async def show_freshness(h: Harness, exporters: Sequence[NodeExporter]) -> None:
+    """Each real node's NRT as the scheduler is about to see it, and whether its exporter is ready
+    (it confirmed the NRT current within its period)."""
+    for exporter in exporters:
+        name = exporter.node.name
+        on_node = f"spec.nodeName={name}"
+        listed = await h.core.list_pod_for_all_namespaces(field_selector=on_node, _preload_content=False)
+        pods = json.loads(await listed.read())["items"]
+        fresh = freshness(name, await stored_nrt(h, name), pods, time.time())
+        ready = await asyncio.to_thread(exporter.ready)
+        print(f"  {fresh.line()}; exporter {'ready' if ready else 'NOT ready'}")
+
+
+async def after_deletion(h: Harness, run: Run, deleted_at: float) -> None:
+    """When each deleted NRT was published again, and why toposched's pods waited meanwhile."""
+    for name in run.deleted_nrts:
+        nrt = await stored_nrt(h, name)
+        created = (nrt or {}).get("metadata", {}).get("creationTimestamp")
+        again = timestamp(created)
+        if again is not None:  # whole seconds: up to a second early
+            run.deleted_nrts[name] = max(0.0, again - deleted_at)
+    events = await h.core.list_namespaced_event(run.namespace, field_selector="reason=FailedScheduling")
+    for event in events.items:
+        if "missing since" in (event.message or ""):
+            run.waited.setdefault(event.involved_object.name, event.message)
 
 
 def _placed(pod: dict[str, Any] | None, nodes: dict[str, RealNode]) -> Placed:
@@ -320,7 +383,7 @@ def render(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | No
     for (source, target), cost in costs["toposched"].items():
         other = costs["plain"][(source, target)]
         lines.append(f"{source + ' -> ' + target:<46}{_cost(cost):>10}{_cost(other):>8}")
-    lines.append(f"{'summed network cost':<46}{_sum(costs['toposched']):>10}{_sum(costs['plain']):>8}")
+    lines.append(f"{'summed network cost':<46}{_sum(costs['toposched']):>10} {_sum(costs['plain']):>7}")
     lines.append("")
     lines.append(f"{'TopologyAffinityErrors (the kubelets)':<46}{errors(left.pods):>10}{errors(right.pods):>8}")
     lines.append(f"{'pods the kubelets admitted':<46}{admitted(left.pods):>10}{admitted(right.pods):>8}")
@@ -343,6 +406,18 @@ def render_gpus(left: Run, right: Run) -> list[str]:
     for label, count in (("TopologyAffinityErrors of GPU pods", errors), ("GPU pods the kubelets admitted", admitted)):
         lines.append(f"{label:<46}{count(left.gpu_pods):>10}{count(right.gpu_pods):>8}")
     return lines
+
+
+def render_deleted(run: Run) -> str:
+    """What became of the NRTs deleted before the run."""
+    again = ", ".join(f"{n} after {s:.0f} s" if s is not None else f"{n} not yet" for n, s in run.deleted_nrts.items())
+    lines = ["", f"NRTs deleted just before toposched's placement, published again by their exporters: {again}"]
+    lines += [f"  {pod} waited: {reason}" for pod, reason in run.waited.items()]
+    if not run.waited:
+        lines.append("  no pod had to wait for them")
+    blind = run.unpredicted()
+    lines.append(f"  pods bound without an NRT to go by: {', '.join(blind) if blind else 'none'}")
+    return "\n".join(lines)
 
 
 def _gpu_where(p: Placed) -> tuple[str, str, str, str]:
@@ -374,6 +449,11 @@ def summary(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | N
                 "pods": {w: _pod_summary(p) | {"devices": _devices(p)} for w, p in run.gpu_pods.items()},
             },
         }
+        | (
+            {"deletedNRTs": run.deleted_nrts, "waitedForNRT": run.waited, "boundBlind": run.unpredicted()}
+            if run.deleted_nrts
+            else {}
+        )
         for name, run in runs.items()
     }
 
@@ -393,7 +473,7 @@ def _pod_summary(p: Placed) -> dict[str, Any]:
 # main -------------------------------------------------------------------------------------
 
 
-async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
+async def demo(kubeconfig: Path, namespace: str, json_out: Path | None, delete_nrt: Sequence[str] = ()) -> int:
     step("real kubelet nodes: " + ", ".join(f"{n} ({r}/{z})" for n, (r, z) in NODES.items()) + f"; {SHAPE}")
     started = time.monotonic()
     nodes = {n.name: n for n in await asyncio.to_thread(real_nodes)}
@@ -424,11 +504,18 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
             runs["plain"] = await place(h, "plain", alone, nodes)
             await h.delete_pods(alone)
             await asyncio.to_thread(_fresh, exporters)
+            deleted_at = await delete_nrts(h, delete_nrt)
+            step("the exporters' freshness: each real node's NRT as toposched is about to see it")
+            if delete_nrt:
+                print(f"  (deleted on purpose a moment ago: the NRTs of {', '.join(delete_nrt)})")
+            await show_freshness(h, exporters)
             step(
                 f"toposched places the GPU workload, then Online Boutique (namespace {namespace}, "
                 "AppGroup online-boutique)"
             )
-            runs["toposched"] = await place(h, "toposched", namespace, nodes)
+            runs["toposched"] = await place(h, "toposched", namespace, nodes, patient=bool(delete_nrt))
+            runs["toposched"].deleted_nrts = dict.fromkeys(delete_nrt)
+            await after_deletion(h, runs["toposched"], deleted_at)
             nt = NetworkTopology.from_dict(
                 await h.custom.get_namespaced_custom_object(
                     NetworkTopology.GROUP, NetworkTopology.VERSION, namespace, NetworkTopology.PLURAL, "net-topology"
@@ -438,6 +525,8 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None) -> int:
             costs = {name: dependency_costs(run, appgroup, nt) for name, run in runs.items()}
             step("side by side: each pod's node, region/zone and NUMA zones (and GPU), as the kubelets decided")
             print(render(runs, costs))
+            if runs["toposched"].deleted_nrts:
+                print(render_deleted(runs["toposched"]))
             if json_out is not None:
                 text = json.dumps(summary(runs, costs), indent=2) + "\n"
                 await asyncio.to_thread(json_out.write_text, text)
@@ -463,10 +552,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--kubeconfig", type=Path, default=Path(os.environ.get("KUBECONFIG", REPO / ".cluster/kubeconfig"))
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--delete-nrt",
+        metavar="NODE,...",
+        default=os.environ.get("TOPOSCHED_DEMO_DELETE_NRT", ""),
+        help="delete these real nodes' NRTs (all: every one) just before toposched places its pods",
+    )
     args = parser.parse_args(argv)
+    delete_nrt = list(NODES) if args.delete_nrt == "all" else [n for n in args.delete_nrt.split(",") if n]
+    if unknown := sorted(set(delete_nrt) - set(NODES)):
+        parser.error(f"--delete-nrt: {', '.join(unknown)} is not a real node of the demo ({', '.join(NODES)})")
     try:
         require_real_nodes()
-        return asyncio.run(demo(args.kubeconfig, args.namespace, args.json))
+        return asyncio.run(demo(args.kubeconfig, args.namespace, args.json, delete_nrt))
     except (SetupError, RealNodeError) as exc:
         print(f"\nno placement on real nodes: {exc}", file=sys.stderr)
         return 3

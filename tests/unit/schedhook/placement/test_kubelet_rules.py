@@ -326,3 +326,11 @@ def test_devices_are_counted_by_the_zones_they_are_attached_to(
     n = _with_devices(zones, groups, policy)
     pod = Pod((Container("c", q({NIC: nics}), q({NIC: nics})),))
     assert predict(n, pod) == expected
+
+
+def test_an_app_container_reuses_its_init_containers_devices_wherever_they_are() -> None:
+    """Seed 22, case 525: the device manager hands the app container the devices its init container
+    held first, outside the aligned zones too; those zones are among the predicted ones."""
+    state = NodeState(node([{"cpu": 4, NIC: 1}, {"cpu": 4, NIC: 1}], "best-effort", "container", "static", "Static"))
+    assert state.take_devices(q({NIC: 1}), mask(0), init=True) == set()
+    assert state.take_devices(q({NIC: 1}), mask(1), init=False) == {0}

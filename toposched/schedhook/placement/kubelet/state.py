@@ -366,9 +366,10 @@ class NodeState:
     def take_devices(self, request: Mapping[str, Decimal], affinity: int | None, init: bool) -> set[int]:
         """Allocate the container's devices as the device manager does: its pod's reusable ones
         first, then those attached to the affinity's zones; only when those are too few all of
-        them and then others. Returns the zones devices may come from outside the affinity (the
-        manager picks among equals at random, so every zone it might pick). Raises RejectedError
-        where the manager's allocation fails: fewer devices free than asked for."""
+        them and then others. Returns the zones devices may come from outside the affinity: the
+        reused ones' zones, and every zone the manager might pick from when it spills (it picks
+        among equals at random). Raises RejectedError where the manager's allocation fails: fewer
+        devices free than asked for."""
         spill: set[int] = set()
         within = set(bits(affinity)) if affinity is not None else set()
         for resource, amount in request.items():
@@ -376,6 +377,8 @@ class NodeState:
                 continue  # host-level: the node as a whole has them or not (kube-scheduler checks)
             groups = self.devices(resource)
             taken = groups.take_reusable(int(amount))
+            # The pod's reusable devices come first wherever they are, the affinity or not.
+            spill |= {n for i, k in enumerate(taken) if k for n in groups.numa[i] if not within & set(groups.numa[i])}
             needed = int(amount) - sum(taken)
             if needed:
                 aligned = [i for i, numa in enumerate(groups.numa) if groups.aligned and within & set(numa)]

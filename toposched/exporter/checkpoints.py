@@ -188,21 +188,38 @@ Holding = tuple[str, frozenset[int], frozenset[Block]]
 def stale_pods(checkpoints: Checkpoints, listed: Iterable[Iterable[Holding]]) -> set[str]:
     """Pods the checkpoints still hold that the kubelet no longer runs (one it rejected after its
     first containers got their CPUs, say: the kubelet drops those at its next admission or
-    reconcile). A pod is live when one of its containers holds exactly what a container PodResources
-    lists holds; ``listed`` gives per listed pod its containers' (name, CPUs, memory blocks)."""
-    held: set[Holding] = {(name, cpus, blocks) for pod in listed for name, cpus, blocks in pod if cpus or blocks}
+    reconcile). A pod is live when one of its containers is a container PodResources lists: the
+    same name, and what the listing shows of it held the same; ``listed`` gives per listed pod its
+    containers' (name, CPUs, memory blocks).
+
+    The listing may be a moment older than the checkpoints and show a container between the CPU
+    Manager's allocation and the Memory Manager's: its CPUs, no memory yet. Its pod is live all the
+    same (its CPUs are its own); were it taken for stale, the NRT would count its CPUs and memory
+    free while its pods fingerprint (from the listing) already includes it, and the scheduler would
+    give them away again."""
+    held: dict[str, list[Holding]] = {}
+    for pod in listed:
+        for name, cpus, blocks in pod:
+            if cpus or blocks:
+                held.setdefault(name, []).append((name, cpus, blocks))
     cpu = checkpoints.cpu.entries if checkpoints.cpu is not None else {}
     memory = checkpoints.memory.entries if checkpoints.memory is not None else {}
     stale = set()
     for uid in {*cpu, *memory}:
         names = {*cpu.get(uid, {}), *memory.get(uid, {})}
-        mine = {
+        mine = [
             (name, cpu.get(uid, {}).get(name, frozenset()), frozenset(memory.get(uid, {}).get(name, ())))
             for name in names
-        }
-        if not mine & held:
+        ]
+        if not any(_shows(seen, container) for container in mine for seen in held.get(container[0], ())):
             stale.add(uid)
     return stale
+
+
+def _shows(listed: Holding, checkpointed: Holding) -> bool:
+    """What PodResources lists of a container is what the checkpoints hold of it, as far as it goes."""
+    _, cpus, blocks = listed
+    return (not cpus or cpus == checkpointed[1]) and (not blocks or blocks == checkpointed[2])
 
 
 DeviceHolding = tuple[str, frozenset[DeviceId]]

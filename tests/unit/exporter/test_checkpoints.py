@@ -159,6 +159,25 @@ def test_a_rejected_pods_leftovers_are_not_counted() -> None:
     assert stale_pods(Checkpoints(cpu=state), []) == {"live", "gone"}
 
 
+def test_a_pod_listed_between_its_cpu_and_memory_allocation_is_live() -> None:
+    """make run, numa-4: PodResources was read after the CPU Manager gave cartservice CPUs 1-2 and
+    before the Memory Manager gave it memory; the checkpoints, read a moment later, hold both. The
+    pod is live: taken for stale, its CPUs and memory counted free while the fingerprint included
+    it, and the next pod was sent to the same zone (a TopologyAffinityError)."""
+    block = {"numaAffinity": [0], "type": "memory", "size": 256 * 2**20}
+    cpu = parse_cpu_state(
+        json.dumps({"policyName": "static", "defaultCpuSet": "0,3", "entries": {"cart": {"app": "1-2"}}})
+    )
+    memory = json.loads(memory_state({0: (4 * GI, 4 * GI - 256 * 2**20, [0], 1)}))
+    memory["entries"] = {"cart": {"app": [block]}}
+    checkpoints = Checkpoints(cpu=cpu, memory=parse_memory_state(json.dumps(memory)))
+    assert stale_pods(checkpoints, [[("app", frozenset({1, 2}), frozenset())]]) == set()
+    assert stale_pods(checkpoints, [[("app", frozenset({1, 2}), frozenset({("memory", 256 * 2**20, (0,))}))]]) == set()
+    # Another container's CPUs, or another name, is another pod's: this one is stale.
+    assert stale_pods(checkpoints, [[("app", frozenset({3}), frozenset())]]) == {"cart"}
+    assert stale_pods(checkpoints, [[("sidecar", frozenset({1, 2}), frozenset())]]) == {"cart"}
+
+
 def smt_machine(tmp_path: Path) -> Machine:
     """2 zones x 2 cores x 2 threads, written as the real nodes' fake sysfs is: zone 0 holds the
     cores {0,4} and {1,5}, zone 1 the cores {2,6} and {3,7}."""

@@ -28,14 +28,16 @@ class Component:
     binary: str
     args: tuple[str, ...]
     workdir: Path
+    cluster_dir: Path = CLUSTER_DIR
+    """kwokctl's directory of the cluster it belongs to (default: the local cluster's)."""
 
     @property
     def pid_file(self) -> Path:
-        return CLUSTER_DIR / "pids" / f"{self.name}.pid"
+        return self.cluster_dir / "pids" / f"{self.name}.pid"
 
     @property
     def log(self) -> Path:
-        return CLUSTER_DIR / "logs" / f"{self.name}.log"
+        return self.cluster_dir / "logs" / f"{self.name}.log"
 
     def pid(self) -> int | None:
         try:
@@ -99,13 +101,16 @@ class Component:
         return pid
 
 
-def components() -> dict[str, Component]:
-    """The cluster's components from kwokctl's record of them (``kwok.yaml``, first document)."""
-    path = CLUSTER_DIR / "kwok.yaml"
+def components(cluster_dir: Path = CLUSTER_DIR) -> dict[str, Component]:
+    """The cluster's components from kwokctl's record of them (``kwok.yaml``, first document);
+    ``cluster_dir``: another kwokctl cluster's directory than the local cluster's."""
+    path = cluster_dir / "kwok.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the local cluster was never created (make cluster)")
     document = next(iter(yaml.safe_load_all(path.read_text())))
     return {
-        c["name"]: Component(c["name"], c["binary"], tuple(c.get("args") or ()), Path(c.get("workDir") or CLUSTER_DIR))
+        c["name"]: Component(
+            c["name"], c["binary"], tuple(c.get("args") or ()), Path(c.get("workDir") or cluster_dir), cluster_dir
+        )
         for c in document.get("components") or []
     }

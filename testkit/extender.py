@@ -91,6 +91,24 @@ async def call(
         return REFUSED, str(exc)
 
 
+class FilterSession:
+    """``/filter`` of the extender on 127.0.0.1:``port`` as kube-scheduler calls it: over one
+    kept-alive HTTPS connection of ``session``, with kube-scheduler's certificate."""
+
+    def __init__(self, port: int, pki: ExtenderPKI, session: aiohttp.ClientSession) -> None:
+        self.url = f"https://127.0.0.1:{port}/filter"
+        self.tls = client_context(pki)
+        self.session = session
+
+    async def fitting(self, pod: dict[str, Any], names: list[str]) -> list[str]:
+        """The nodes of ``names`` the extender passes for ``pod`` (an error answer raises)."""
+        async with self.session.post(self.url, data=orjson.dumps({"Pod": pod, "NodeNames": names}), ssl=self.tls) as r:
+            if r.status != 200:
+                raise RuntimeError(f"/filter answered {r.status}: {(await r.read())[:300]!r}")
+            found: list[str] = orjson.loads(await r.read()).get("NodeNames") or []
+            return found
+
+
 def in_process(
     objects: Mapping[str, Iterable[dict[str, Any]]] | None = None, weights_name: str = WEIGHT_NETPERF
 ) -> Binder:

@@ -59,6 +59,17 @@ def sysfs_view(node: RealNode) -> Path:
     return root
 
 
+def health_status(port: int, path: str) -> int | None:
+    """The HTTP status of an exporter's health server on 127.0.0.1:``port`` (None: no answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return None
+
+
 @dataclass
 class NodeExporter:
     """One running ``toposched exporter`` of a real node."""
@@ -76,13 +87,7 @@ class NodeExporter:
         return self.proc.poll() is None
 
     def _status(self, path: str) -> int | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as r:
-                return int(r.status)
-        except urllib.error.HTTPError as exc:
-            return int(exc.code)
-        except OSError:
-            return None
+        return health_status(self.health_port, path)
 
     def healthy(self) -> bool:
         return self._status("/healthz") == 200

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 from kubernetes_asyncio import client
 
 from testkit.builders import KWOK_TOLERATION, nrt_body, pod_body
 from testkit.cluster import ensure_kwok_node
-from testkit.extender import client_context
+from testkit.extender import FilterSession
 from testkit.large_nrt import NRTS, changing, largest_nrt
 from testkit.schedstack import SchedulerStack
 from toposched.kube.watch import follow
@@ -53,23 +52,6 @@ POD = pod_body("four", namespace="default", uid="four", cpu=4, memory="1Gi", tol
 
 def ordinary(name: str, free: int, owner_uid: str) -> dict[str, Any]:
     return nrt_body(name, [{"cpu": (16, 16, free), "memory": ("64Gi", "60Gi", "60Gi")}] * 2, owner_uid=owner_uid)
-
-
-class Filter:
-    """/filter as kube-scheduler calls it: one kept-alive HTTPS connection."""
-
-    def __init__(self, stack: SchedulerStack, session: aiohttp.ClientSession) -> None:
-        self.url = f"https://127.0.0.1:{stack.port}/filter"
-        assert stack.pki is not None
-        self.tls = client_context(stack.pki)
-        self.session = session
-
-    async def fitting(self, names: list[str]) -> list[str]:
-        body = orjson.dumps({"Pod": POD, "NodeNames": names})
-        async with self.session.post(self.url, data=body, ssl=self.tls) as answer:
-            assert answer.status == 200, await answer.text()
-            found: list[str] = orjson.loads(await answer.read()).get("NodeNames") or []
-            return found
 
 
 async def deliveries(api: client.ApiClient, name: str, seen: dict[str, float]) -> None:
@@ -117,8 +99,9 @@ async def test_an_ordinary_nrt_change_reaches_filter_while_the_largest_one_keeps
     """Per change: seconds from the apiserver's delivery to the first /filter answer showing it."""
     try:
         async with aiohttp.ClientSession() as session:
-            extender = Filter(stack, session)
-            assert small not in await extender.fitting([small, large])
+            assert stack.pki is not None
+            extender = FilterSession(stack.port, stack.pki, session)
+            assert small not in await extender.fitting(POD, [small, large])
             i = 0
             while i < SAMPLES or len(times) < LARGE_WRITES:
                 free = 8 if i % 2 == 0 else 2
@@ -126,7 +109,7 @@ async def test_an_ordinary_nrt_change_reaches_filter_while_the_largest_one_keeps
                 replaced = await custom.replace_cluster_custom_object(*NRTS, small, body)
                 version = replaced["metadata"]["resourceVersion"]
                 written = time.monotonic()
-                while (small in await extender.fitting([small, large])) != (free == 8):
+                while (small in await extender.fitting(POD, [small, large])) != (free == 8):
                     assert time.monotonic() - written < 30, f"change {i} of {small} never reached /filter"
                 shown = time.monotonic()
                 while version not in delivered:

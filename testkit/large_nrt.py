@@ -39,14 +39,21 @@ async def changing(
 ) -> None:
     """Change NRT ``name`` (one free amount, in turn in every zone) every ``interval`` seconds, or as
     often as the apiserver takes the writes when they last longer, until ``stop`` is set; appends
-    to ``written`` when each write was accepted (monotonic)."""
+    to ``written`` when each write was accepted (monotonic). A write the apiserver fails (5xx) is
+    not counted."""
     custom = client.CustomObjectsApi(api)
+    step = 0
     while not stop.is_set():
         began = time.monotonic()
-        step = len(written)
         path = f"/zones/{step % MAX_ZONES}/resources/0/available"
         patch = [{"op": "replace", "path": path, "value": str(step % 64)}]
-        await custom.patch_cluster_custom_object(*NRTS, name, patch, _content_type="application/json-patch+json")
+        step += 1
+        try:
+            await custom.patch_cluster_custom_object(*NRTS, name, patch, _content_type="application/json-patch+json")
+        except client.ApiException as exc:
+            if exc.status < 500:
+                raise
+            continue  # the apiserver gave up on it (504 after a minute on a busy machine): the next one
         written.append(time.monotonic())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), max(0.0, interval - (time.monotonic() - began)))

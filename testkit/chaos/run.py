@@ -4,22 +4,28 @@ until the time is up, then the figures and the closing line."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from kubernetes_asyncio import client
 
 from testkit.chaos.faults import Faults, Recovery
 from testkit.chaos.plane import Plane
 from testkit.chaos.scene import KWOK_LABELS, NAMESPACE, PROFILE, Scene
 from testkit.chaos.schedule import KINDS, schedule
 from testkit.chaos.stream import Stream
+from testkit.large_nrt import NRTS
 from testkit.paths import REPO
 from testkit.realnode.exporter import process_usage
+from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT as FINGERPRINT
+from toposched.kube.watch import follow
 
 WARMUP = 20.0
 """Seconds of pod stream before the first fault (and before the extender's RSS is first taken)."""
@@ -141,6 +147,7 @@ async def _faults(scene: Scene, options: Options, say: Callable[[str], None]) ->
     async with aiohttp.ClientSession() as session:
         faults = Faults(scene, session)
         streaming = asyncio.create_task(stream.run(stop, settle=SETTLE))
+        recording = asyncio.create_task(record_nrts(scene, scene.work / "nrts.jsonl", began))
         say(f"pod stream on; faults from seed {options.seed} for {options.seconds / 60:.1f} min")
         await asyncio.sleep(WARMUP)
         rss_start = process_usage(extender)[0]
@@ -157,11 +164,41 @@ async def _faults(scene: Scene, options: Options, say: Callable[[str], None]) ->
         await asyncio.sleep(max(0.0, deadline - time.monotonic()))
         stop.set()
         await streaming
+        recording.cancel()
+        await asyncio.gather(recording, return_exceptions=True)
     rss_end = process_usage(extender)[0]
+    pods = [asdict(r) | {"began": began} for r in stream.pods.values()]  # monotonic times, as the NRTs' file
+    (scene.work / "pods.json").write_text(json.dumps(pods, indent=1) + "\n")
     logs = [*scene.logs(), scene.work / "chaos.log"]
     tracebacks = {_shown(p, scene.work): p.read_text(errors="replace").count("Traceback") for p in logs if p.is_file()}
     resumed = [stream.first_bound_after(back) for back in faults.outages]
-    return Outcome(options, stream.tally(), recoveries, (rss_start, rss_end), tracebacks, resumed, series)
+    return Outcome(options, stream.tally(began), recoveries, (rss_start, rss_end), tracebacks, resumed, series)
+
+
+async def record_nrts(scene: Scene, path: Path, began: float) -> None:
+    """Until cancelled: each version of the real nodes' NRTs as it arrives (seconds into the run,
+    its pods fingerprint, each zone's free CPUs and memory), for whoever reads why a pod failed."""
+    real = set(scene.real_names)
+
+    def seen(_: str, nrt: dict[str, Any]) -> None:
+        if nrt["metadata"]["name"] not in real:
+            return
+        attributes = {a.get("name"): a.get("value") for a in nrt.get("attributes") or []}
+        free = {
+            z["name"]: {r["name"]: r["available"] for r in z.get("resources") or [] if r["name"] in ("cpu", "memory")}
+            for z in nrt.get("zones") or []
+        }
+        line = {"at": round(time.monotonic() - began, 2), "node": nrt["metadata"]["name"]}
+        line |= {"version": nrt["metadata"].get("resourceVersion"), "fingerprint": attributes.get(FINGERPRINT)}
+        with path.open("a") as out:
+            out.write(json.dumps(line | {"free": free}) + "\n")
+
+    def listed(items: list[dict[str, Any]]) -> None:
+        for item in items:
+            seen("LISTED", item)
+
+    lister = partial(client.CustomObjectsApi(scene.kube).list_cluster_custom_object, *NRTS)
+    await follow(lister, listed, seen, "nrts")
 
 
 def _shown(path: Path, work: Path) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -262,4 +263,10 @@ class Scene:
             await exporter.stop()
         if self.api is not None:
             await self.api.close()
+        for name, node in self.real.items():  # they go with the node
+            kept = self.work / "nodes" / name
+            kept.mkdir(parents=True, exist_ok=True)
+            for found in (node.layout.logs / "kubelet.log", node.layout.root / "exporter" / "exporter.log"):
+                if found.is_file():
+                    shutil.copy(found, kept / found.name)
         await asyncio.to_thread(self.plane.down, self.real_names)

@@ -43,12 +43,14 @@ class Record:
     node: str | None = None
     bound: float | None = None
     """When the watch first showed it bound (monotonic)."""
-    predicted: bool = False
-    """The extender recorded the NUMA zones it predicted (its bind annotation)."""
+    predicted: str | None = None
+    """The NUMA zones the extender predicted, as its bind annotation records them (None: none)."""
     verdict: str = "pending"
     """``running``, the reason its kubelet rejected it (``TopologyAffinityError``...), or ``pending``."""
     running_since: float | None = None
     deleted: bool = False
+    message: str = ""
+    """Its kubelet's message when it rejected it."""
 
 
 @dataclass
@@ -142,13 +144,13 @@ class Stream:
         node = (pod.get("spec") or {}).get("nodeName")
         if node and record.node is None:
             record.node, record.bound = node, time.monotonic()
-            annotations = pod["metadata"].get("annotations") or {}
-            record.predicted = NUMA_ZONES_ANNOTATION in annotations
+            record.predicted = (pod["metadata"].get("annotations") or {}).get(NUMA_ZONES_ANNOTATION)
         status = pod.get("status") or {}
         if status.get("phase") == "Running" and record.running_since is None:
             record.verdict, record.running_since = "running", time.monotonic()
         elif status.get("phase") == "Failed" and record.verdict == "pending":
             record.verdict = str(status.get("reason") or "Failed")
+            record.message = str(status.get("message") or "")
 
     def undecided(self) -> bool:
         """Some pod is bound and its kubelet has not decided yet."""
@@ -159,7 +161,8 @@ class Stream:
         after = [r.bound - at for r in self.pods.values() if r.bound is not None and r.bound > at]
         return min(after, default=None)
 
-    def tally(self) -> dict[str, Any]:
+    def tally(self, began: float) -> dict[str, Any]:
+        """The figures of the stream; ``began`` (monotonic) is when the run began."""
         records = list(self.pods.values())
         rejected: dict[str, int] = {}
         for r in records:
@@ -174,4 +177,10 @@ class Stream:
             "rejected": rejected,
             "blindPasses": sorted(r.name for r in records if r.exclusive and r.node is not None and not r.predicted),
             "neverPlaced": sum(1 for r in records if r.node is None),
+            "rejectedPods": [
+                {"pod": r.name, "node": r.node, "boundAt": round((r.bound or began) - began, 1)}
+                | {"reason": r.verdict, "message": r.message, "predicted": r.predicted}
+                for r in records
+                if r.verdict not in ("pending", "running")
+            ],
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 # gRPC says at every start that it skips its fork handlers (no child here uses gRPC).
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
+from testkit.chaos.plane import PlaneError
 from testkit.chaos.run import Options, run
 
 
@@ -41,7 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         exporter_period=args.exporter_period,
         gap=args.gap,
     )
-    outcome = asyncio.run(run(options, lambda text: print(text, flush=True)))
+    try:
+        outcome = asyncio.run(run(options, lambda text: print(text, flush=True)))
+    except PlaneError as exc:
+        print(f"chaos: {exc}", file=sys.stderr)
+        return 2
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.figures(), indent=2) + "\n")
     print(outcome.line())

@@ -4,6 +4,7 @@ until the time is up, then the figures and the closing line."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import time
@@ -17,7 +18,7 @@ import aiohttp
 from kubernetes_asyncio import client
 
 from testkit.chaos.faults import Faults, Recovery
-from testkit.chaos.plane import Plane
+from testkit.chaos.plane import Plane, PlaneError
 from testkit.chaos.scene import KWOK_LABELS, NAMESPACE, PROFILE, Scene
 from testkit.chaos.schedule import KINDS, schedule
 from testkit.chaos.stream import Stream
@@ -114,6 +115,16 @@ class Outcome:
 
 
 async def run(options: Options, say: Callable[[str], None]) -> Outcome:
+    options.root.mkdir(parents=True, exist_ok=True)
+    with (options.root / ".lock").open("w") as lock:
+        try:  # one run at a time: they would share the control plane and the nodes' names
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PlaneError(f"another fault run is using {options.root}; wait for it to end") from None
+        return await _run(options, say)
+
+
+async def _run(options: Options, say: Callable[[str], None]) -> Outcome:
     work = options.root / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{options.seed}"
     work.mkdir(parents=True)
     log = logging.FileHandler(work / "chaos.log")

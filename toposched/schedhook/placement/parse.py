@@ -39,7 +39,7 @@ from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement.kubelet.claims import FULL_PCPUS_ONLY
+from toposched.schedhook.placement.kubelet.claims import DISTRIBUTE_ACROSS_NUMA, FULL_PCPUS_ONLY
 from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
@@ -61,13 +61,15 @@ TOPOLOGY_MANAGER_OPTIONS = {
 """The Topology Manager's options of the pinned kubelet (1.36), and what a valid value is."""
 CPU_MANAGER_OPTIONS = (
     FULL_PCPUS_ONLY,
-    "distribute-cpus-across-numa",
+    DISTRIBUTE_ACROSS_NUMA,
     "distribute-cpus-across-cores",
     "strict-cpu-reservation",
     "prefer-align-cpus-by-uncorecache",
 )
 """The CPU Manager's options (1.36) the predictor follows: full-pcpus-only rejects (SMTAlignmentError);
-the others change which CPUs within the aligned zones are taken, never the admission. Not here:
+distribute-cpus-across-numa spreads CPUs that spill out of the aligned zones over other zones
+(any of which is then predicted); the others change which CPUs within the zones are taken, never
+the admission. Not here:
 align-by-socket, which makes socket-aligned hints preferred (sockets are not in the NRT), so a
 node with it is unknown rather than predicted wrong."""
 LEGACY_POLICIES = {

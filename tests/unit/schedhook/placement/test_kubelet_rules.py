@@ -334,3 +334,13 @@ def test_an_app_container_reuses_its_init_containers_devices_wherever_they_are()
     state = NodeState(node([{"cpu": 4, NIC: 1}, {"cpu": 4, NIC: 1}], "best-effort", "container", "static", "Static"))
     assert state.take_devices(q({NIC: 1}), mask(0), init=True) == set()
     assert state.take_devices(q({NIC: 1}), mask(1), init=False) == {0}
+
+
+def test_distribute_cpus_across_numa_spreads_the_spill_over_any_other_zone() -> None:
+    """Seed 22, case 788: with the option, CPUs that do not fit the aligned mask are spread over
+    other zones by a balance the NRT cannot replay: every zone with free CPUs may get some."""
+    zones: list[dict[str, str | int]] = [{"cpu": 2}, {"cpu": 2}, {"cpu": 1}, {"cpu": 3}]
+    plain = NodeState(node(zones, "best-effort", "container", "static", "Static"))
+    spread = NodeState(replace(plain.node, cpu_options=frozenset({"distribute-cpus-across-numa"})))
+    assert plain.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2)
+    assert spread.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2, 3)

@@ -15,6 +15,7 @@ CPU = "cpu"
 STATIC_CPU = "static"
 STATIC_MEMORY = "Static"
 FULL_PCPUS_ONLY = "full-pcpus-only"
+DISTRIBUTE_ACROSS_NUMA = "distribute-cpus-across-numa"
 
 
 def numa_memory(resource: str) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 from toposched.schedhook.placement.kubelet import hints
 from toposched.schedhook.placement.kubelet.claims import (
     CPU,
+    DISTRIBUTE_ACROSS_NUMA,
     FULL_PCPUS_ONLY,
     STATIC_CPU,
     STATIC_MEMORY,
@@ -178,6 +179,7 @@ class NodeState:
         used: dict[int, int] = {}
         left = request
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
+        elsewhere = [n for n in self.ids if n not in within and self._cpus_of(n)]
         for zones in (within, [n for n in self.ids if n not in within]):
             for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
                 size = int(self.capacity[n].get(CPU, Decimal(0)))
@@ -207,6 +209,10 @@ class NodeState:
         if init:  # a regular init container's CPUs wait for the app containers to reuse them
             for n, k in used.items():
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
+        if DISTRIBUTE_ACROSS_NUMA in self.node.cpu_options and set(used) - set(within):
+            # The rest is spread evenly over NUMA nodes outside the mask, not packed: which ones
+            # depends on a balance over every combination, so any of them may get some.
+            return tuple(sorted({*used, *elsewhere}))
         return tuple(sorted(used))
 
     def _take(self, n: int, cpus: int, whole: bool) -> None:

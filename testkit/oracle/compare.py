@@ -60,11 +60,37 @@ def _asks_unhealthy(case: Case, step: Step, found: Disagreement) -> bool:
     return bool(step.prediction is not None and step.prediction.admit and unhealthy & asked)
 
 
+def _single_zone_device_chosen(case: Case, step: Step, found: Disagreement) -> bool:
+    """toposched rejected a pod the kubelet admitted, and a container of it got a device on one
+    zone of a resource the node also has on several zones, which another container of the pod
+    asks too: which aligned device a container gets is the plugin's preference (or the kubelet's
+    id order); toposched assumes the shared one, which leaves the pod's later containers the
+    fewest devices (it then never admits what the kubelet would reject)."""
+    observed = step.observation
+    if observed is None or not observed.admit or found.kind != "admission":
+        return False
+    if step.prediction is None or step.prediction.admit:
+        return False
+    shared = {r.name for r in case.devices.resources if any(len(d.numa) > 1 for d in r.devices)}
+    asking: dict[str, int] = {}
+    for containers in (step.spec.get("containers", []), step.spec.get("initContainers", [])):
+        for c in containers:
+            for resource in (c.get("resources") or {}).get("limits") or {}:
+                asking[resource] = asking.get(resource, 0) + 1
+    single = {r for got in observed.device_zones.values() for r, zones in got if len(zones) == 1}
+    return any(asking.get(r, 0) > 1 for r in shared & single)
+
+
 KNOWN: tuple[Known, ...] = (
     Known(
         "unhealthy-devices",
         "the kubelet sizes preferred device masks with unhealthy devices, whose zones the NRT cannot tell",
         _asks_unhealthy,
+    ),
+    Known(
+        "device-choice",
+        "which of the aligned devices a container gets (one on a zone or one shared by two) is the plugin's choice",
+        _single_zone_device_chosen,
     ),
 )
 """Documented disagreements (docs/oracle.md), tried in order."""

@@ -266,13 +266,16 @@ RBAC = {
             ("get", "nodes"),
             ("list", "nodes"),
             ("patch", "nodes/status"),
+            # its own node's topology-manager labels only: the admission policy test holds it to them
+            ("patch", "nodes"),
             ("create", "configmaps", "release"),
         ],
         [
             ("delete", "noderesourcetopologies.topology.node.k8s.io"),
             ("list", "pods"),
             ("get", "secrets"),
-            ("patch", "nodes"),
+            ("update", "nodes"),
+            ("delete", "nodes"),
             ("create", "configmaps"),
             ("list", "appgroups.appgroup.diktyo.x-k8s.io"),
         ],

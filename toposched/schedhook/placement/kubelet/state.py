@@ -8,12 +8,12 @@ ones took.
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 import numpy as np
 
-from toposched.schedhook.placement.kubelet import hints
+from toposched.schedhook.placement.kubelet import distribute, hints
 from toposched.schedhook.placement.kubelet.claims import (
     CPU,
     DISTRIBUTE_ACROSS_NUMA,
@@ -169,39 +169,28 @@ class NodeState:
             raise RejectedError(f"SMTAlignmentError: {request} CPUs requested, {physical} on whole free cores")
 
     def take_cpus(self, request: int, affinity: int | None, init: bool) -> tuple[int, ...]:
-        """Allocate ``request`` exclusive CPUs as the static policy's packed allocator does, first
-        within the affinity, then elsewhere: whole free zones while at least a zone's worth is
-        still needed (smallest first), then whole free cores while at least a core's worth is
-        needed, then single CPUs, both from the fullest zones first (and within a zone, the halves
-        of used cores before whole ones). The pod's init containers' CPUs count as free ones.
+        """Allocate ``request`` exclusive CPUs as the static policy does, first within the
+        affinity, then elsewhere. Packed (the default): whole free zones while at least a zone's
+        worth is still needed (smallest first), then whole free cores while at least a core's
+        worth is needed, then single CPUs, both from the fullest zones first (and within a zone,
+        the halves of used cores before whole ones). With ``distribute-cpus-across-numa``: spread
+        as ``distribute.spread`` decides. The pod's init containers' CPUs count as free ones.
         Returns the zones they came from. (Each zone is taken to be its own socket, which is what
         the allocator does when sockets are no fewer than NUMA nodes.)"""
         used: dict[int, int] = {}
         left = request
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
         elsewhere = [n for n in self.ids if n not in within and self._cpus_of(n)]
+        spreads = DISTRIBUTE_ACROSS_NUMA in self.node.cpu_options
         for zones in (within, [n for n in self.ids if n not in within]):
-            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
-                size = int(self.capacity[n].get(CPU, Decimal(0)))
-                if size and self._cpus_of(n) == size and left >= size:  # a free zone
-                    self._take(n, size, whole=True)
-                    used[n] = used.get(n, 0) + size
-                    left -= size
-            # The pod's reusable CPUs (its init containers') are in the pool like free ones.
-            if self.threads:
-                for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
-                    whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
-                    cores = min(left // self.threads, whole)
-                    if cores > 0:
-                        self._take(n, cores * self.threads, whole=True)
-                        used[n] = used.get(n, 0) + cores * self.threads
-                        left -= cores * self.threads
-            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
-                take = min(left, self._cpus_of(n))
-                if take:
-                    self._take(n, take, whole=False)
-                    used[n] = used.get(n, 0) + take
-                    left -= take
+            counts = self._spread(zones, left) if spreads else None
+            if counts is not None:
+                for n, k in counts.items():
+                    self._take_packed_in(n, k)
+                    used[n] = used.get(n, 0) + k
+                    left -= k
+            else:
+                left = self._pack(zones, left, used)
             if not left:
                 break
         if left:  # the CPU Manager's allocation fails: UnexpectedAdmissionError
@@ -209,11 +198,56 @@ class NodeState:
         if init:  # a regular init container's CPUs wait for the app containers to reuse them
             for n, k in used.items():
                 self.reusable_cpus[n] = self.reusable_cpus.get(n, 0) + k
-        if DISTRIBUTE_ACROSS_NUMA in self.node.cpu_options and set(used) - set(within):
-            # The rest is spread evenly over NUMA nodes outside the mask, not packed: which ones
-            # depends on a balance over every combination, so any of them may get some.
+        if spreads and set(used) - set(within):
+            # The spill follows a balance over the zones' exact CPUs, which a NRT's counts may not
+            # match at the margin (its reserved siblings, an exporter a moment behind): any zone
+            # outside the mask with free CPUs may get some.
             return tuple(sorted({*used, *elsewhere}))
         return tuple(sorted(used))
+
+    def _spread(self, zones: Sequence[int], left: int) -> dict[int, int] | None:
+        """distribute-cpus-across-numa over ``zones`` for as many of ``left`` as they hold."""
+        available = {n: self._cpus_of(n) for n in zones if n in self.cpu_ids}
+        amount = min(left, sum(available.values()))
+        group = (self.threads or 1) if FULL_PCPUS_ONLY in self.node.cpu_options else 1
+        machine = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids)
+        return distribute.spread(available, amount, group, machine, len(self.cpu_ids))
+
+    def _pack(self, zones: Sequence[int], left: int, used: dict[int, int]) -> int:
+        """The packed allocator over ``zones``; returns how many CPUs are still needed."""
+        for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+            size = int(self.capacity[n].get(CPU, Decimal(0)))
+            if size and self._cpus_of(n) == size and left >= size:  # a free zone
+                self._take(n, size, whole=True)
+                used[n] = used.get(n, 0) + size
+                left -= size
+        # The pod's reusable CPUs (its init containers') are in the pool like free ones.
+        if self.threads:
+            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+                whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
+                cores = min(left // self.threads, whole)
+                if cores > 0:
+                    self._take(n, cores * self.threads, whole=True)
+                    used[n] = used.get(n, 0) + cores * self.threads
+                    left -= cores * self.threads
+        for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+            take = min(left, self._cpus_of(n))
+            if take:
+                self._take(n, take, whole=False)
+                used[n] = used.get(n, 0) + take
+                left -= take
+        return left
+
+    def _take_packed_in(self, n: int, cpus: int) -> None:
+        """``cpus`` of zone ``n`` as the packed allocator takes them within one zone: whole cores
+        while a core's worth is needed, then single CPUs."""
+        if self.threads:
+            whole = min(cpus // self.threads, self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads)
+            if whole:
+                self._take(n, whole * self.threads, whole=True)
+                cpus -= whole * self.threads
+        if cpus:
+            self._take(n, cpus, whole=False)
 
     def _take(self, n: int, cpus: int, whole: bool) -> None:
         """``cpus`` of zone ``n``: the pod's reusable ones first, then free ones (``whole``: as
@@ -382,9 +416,15 @@ class NodeState:
             if not device(resource) or amount <= 0 or not self.knows_devices(resource):
                 continue  # host-level: the node as a whole has them or not (kube-scheduler checks)
             groups = self.devices(resource)
+            held = {n for i, k in enumerate(groups.reusable) if k for n in groups.numa[i]}
+            plenty = sum(groups.reusable) > int(amount)
             taken = groups.take_reusable(int(amount))
-            # The pod's reusable devices come first wherever they are, the affinity or not.
+            # The pod's reusable devices come first wherever they are, the affinity or not; the
+            # manager picks among them, and an init container's spilled ones were picked, at
+            # random (Go's map order): any of their zones may be this container's.
             spill |= {n for i, k in enumerate(taken) if k for n in groups.numa[i] if not within & set(groups.numa[i])}
+            if any(taken):
+                spill |= groups.scattered | (held if plenty else set())
             needed = int(amount) - sum(taken)
             if needed:
                 aligned = [i for i, numa in enumerate(groups.numa) if groups.aligned and within & set(numa)]
@@ -396,8 +436,11 @@ class NodeState:
                     raise RejectedError(f"not enough {resource}: {amount} requested, {sum(groups.free)} free")
                 more = groups.take(aligned, needed, taken)
                 if more:
-                    spill |= {n for i in rest if groups.free[i] for n in groups.numa[i]}
+                    possible = {n for i in rest if groups.free[i] for n in groups.numa[i]}
+                    spill |= possible
                     groups.take(rest, more, taken)
+                    if init:
+                        groups.scattered |= possible
             if init:  # a regular init container's devices wait for the app containers to reuse them
                 for i, k in enumerate(taken):
                     groups.reusable[i] += k
@@ -432,6 +475,9 @@ class DeviceGroups:
     aligned: bool
     """Some device has topology: a zone reports the resource, or a group of several zones has
     it (the device manager then aligns the resource at all)."""
+    scattered: set[int] = field(default_factory=set)
+    """Zones the devices a regular init container of this pod got beyond its aligned ones may
+    be on: the device manager picks those at random."""
 
     @classmethod
     def of(cls, node: NodeTopology, resource: str) -> "DeviceGroups":

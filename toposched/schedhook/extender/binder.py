@@ -203,13 +203,15 @@ class Binder:
         binding = _binding(namespace, name, uid, node, annotations)
         if annotations:  # zones predicted: the kubelet must see this node's bindings in this order
             async with self.bind_order.turn(node):
-                error = await self._post(binding)
+                error, refused = await self._post(binding)
         else:
-            error = await self._post(binding)
+            error, refused = await self._post(binding)
         if error:
             logger.warning(error)
-            self.ledger.release(uid)
-            self.binding.pop(f"{namespace}/{name}", None)
+            if refused:  # not bound: nothing to hold. Unanswered, it may be bound: the reservation
+                # stays until the watch shows the pod or it times out, never double-booking its zones.
+                self.ledger.release(uid)
+                self.binding.pop(f"{namespace}/{name}", None)
         return error
 
     # -- inside -----------------------------------------------------------------------------------
@@ -255,19 +257,21 @@ class Binder:
         self.evaluate(pod, [node])
         return self.filtered.pop(_uid(pod), None)
 
-    async def _post(self, binding: dict[str, Any]) -> str:
-        """The binding call; its failure as a message (kube-scheduler retries the pod), else ""."""
+    async def _post(self, binding: dict[str, Any]) -> tuple[str, bool]:
+        """The binding call: its failure as a message (kube-scheduler retries the pod), else "";
+        and whether it surely did not bind (the apiserver refused it, rather than not answering)."""
         name, namespace = binding["metadata"]["name"], binding["metadata"]["namespace"]
         node = binding["target"]["name"]
         if self.api is None:
-            return f"binding {namespace}/{name} to {node}: no API client"
+            return f"binding {namespace}/{name} to {node}: no API client", True
         try:
             await self.api.create(rest.path("", "v1", "pods", namespace, name) + "/binding", binding)
         except rest.ApiError as exc:
-            return f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}"
+            return f"binding {namespace}/{name} to {node}: {exc.status} {exc.reason}", True
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
-            return f"binding {namespace}/{name} to {node}: the apiserver did not answer ({exc or type(exc).__name__})"
-        return ""
+            why = exc or type(exc).__name__
+            return f"binding {namespace}/{name} to {node}: the apiserver did not answer ({why})", False
+        return "", False
 
     def _report_rejected(self) -> None:
         """A Warning Event on each Node or NRT found unreadable (once per version)."""

@@ -1,0 +1,50 @@
+"""A Binding the apiserver refused frees the pod's reservation; one it never answered keeps it
+(the pod may be bound: its zones must not be booked twice)."""
+
+from typing import Any
+
+import pytest
+
+from testkit.builders import node_body, nrt_body, pod_body
+from toposched.kube import rest
+from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.store import ObjectStore
+
+POD = pod_body("p", cpu=2, memory="1Gi", namespace="default", uid="u-1")
+
+
+class Api:
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.error is not None:
+            raise self.error
+        return body
+
+
+def binder(error: Exception | None) -> Binder:
+    store = ObjectStore()
+    store.listed("nodes", [node_body("n1", allocatable={"cpu": "8", "memory": "16Gi"})])
+    store.listed("nrts", [nrt_body("n1", [{"cpu": 4, "memory": "8Gi"}] * 2)])
+    for kind in ("appgroups", "networktopologies", "pods"):
+        store.listed(kind, [])
+    return Binder(store, api=Api(error), weights_name="NetperfCosts")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("error", "kept"),
+    [
+        pytest.param(None, True, id="bound"),
+        pytest.param(rest.ApiError(409, "pod already assigned"), False, id="refused"),
+        pytest.param(TimeoutError(), True, id="unanswered"),
+        pytest.param(ConnectionResetError(), True, id="connection-lost"),
+    ],
+)
+async def test_the_reservation_after_a_binding_call(error: Exception | None, kept: bool) -> None:
+    b = binder(error)
+    await b.filter(POD, ["n1"])
+    uid = "u-1"
+    failed = await b.bind("default", "p", uid, "n1")
+    assert bool(failed) == (error is not None)
+    assert (uid in b.ledger.by_pod) == kept

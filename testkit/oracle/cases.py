@@ -190,11 +190,13 @@ def _pods(
     biggest_memory = max(z.memory - z.hugepages_bytes for z in topology.zones)
     hugepages = {size for z in topology.zones for size, n in (("2Mi", z.hugepages_2mi), ("1Gi", z.hugepages_1gi)) if n}
     kinds = ["guaranteed"] * 6 + ["multi", "fractional", "burstable", "besteffort", "init", "sidecar", "memory"]
+    kinds += ["pod-level"]
     if hugepages:
         kinds += ["hugepages"] * 2
     names = devices.names()
     device_kinds = ["device-besteffort", "device-burstable", "device-cpus", "device-cpus", "device-memory"]
-    device_kinds += ["device-multi", "device-init", "device-sidecar"] + (["device-two"] * 2 if len(names) > 1 else [])
+    device_kinds += ["device-multi", "device-init", "device-sidecar", "device-pod-level"]
+    device_kinds += ["device-two"] * 2 if len(names) > 1 else []
     pods: list[Spec] = []
     drawn: list[str] = []
     asked = 0.0
@@ -250,6 +252,10 @@ def _device_pod(rng: random.Random, kind: str, widest: int, names: list[str]) ->
         init = _with_devices(_guaranteed("init", "1", _memory(rng)), {name: count})
         app = _with_devices(_guaranteed("app", str(cpu), _memory(rng)), {name: rng.randint(1, count)})
         return {"initContainers": [init], "containers": [app]}, cpu
+    if kind == "device-pod-level":
+        spec, _ = _pod_level(rng, cpu)
+        spec["containers"] = [_with_devices(c, {name: count}) for c in spec["containers"]]
+        return spec, cpu
     if kind == "device-sidecar":
         sidecar = _with_devices(_guaranteed("sidecar", "1", _memory(rng)), {name: 1}) | {"restartPolicy": "Always"}
         app = _with_devices(_guaranteed("app", str(cpu), _memory(rng)), {name: count})
@@ -266,6 +272,16 @@ def _memory(rng: random.Random, heavy: int | None = None) -> str:
 def _guaranteed(name: str, cpu: str, memory: str, extra: dict[str, str] | None = None) -> Spec:
     values = {"cpu": cpu, "memory": memory, **(extra or {})}
     return {"name": name, "resources": {"requests": dict(values), "limits": dict(values)}}
+
+
+def _pod_level(rng: random.Random, cpu: int) -> tuple[Spec, float]:
+    """A Guaranteed pod by its pod-level resources (integral CPUs), its container with none or
+    the same; the CPU and Memory Managers leave it alone."""
+    level = _guaranteed("", str(cpu), _memory(rng))["resources"]
+    app: Spec = {"name": "app"}
+    if rng.random() < 0.5:
+        app["resources"] = {key: dict(values) for key, values in level.items()}
+    return {"resources": level, "containers": [app]}, cpu
 
 
 def _pod(rng: random.Random, kind: str, widest: int, biggest_memory: int, hugepages: list[str]) -> tuple[Spec, float]:
@@ -291,6 +307,8 @@ def _pod(rng: random.Random, kind: str, widest: int, biggest_memory: int, hugepa
         )
     if kind == "besteffort":
         return {"containers": [{"name": "app"}]}, 0
+    if kind == "pod-level":
+        return _pod_level(rng, cpu)
     if kind == "init":
         init = rng.randint(1, widest + 1)
         spec = {

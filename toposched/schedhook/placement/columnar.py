@@ -458,4 +458,10 @@ def show_quantity(value: Decimal) -> str:
 
 
 def eligible_pod(pod: Pod, strategy: str, exclusive: bool) -> bool:
-    return strategy in STRATEGIES and not exclusive and len(pod.containers) == 1 and not pod.init_containers
+    return (
+        strategy in STRATEGIES
+        and not exclusive
+        and len(pod.containers) == 1
+        and not pod.init_containers
+        and pod.resources is None
+    )

@@ -106,6 +106,8 @@ class Container:
 class Pod:
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...] = ()
+    resources: Container | None = None
+    """Pod-level resources (``spec.resources``; its name is ""), None when the spec has none."""
 
     @functools.cached_property
     def shape(self) -> tuple[object, ...]:
@@ -114,11 +116,23 @@ class Pod:
         def of(c: Container) -> tuple[object, ...]:
             return c.name, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())), c.sidecar
 
-        return tuple(of(c) for c in self.init_containers), tuple(of(c) for c in self.containers)
+        level = of(self.resources) if self.resources is not None else None
+        return tuple(of(c) for c in self.init_containers), tuple(of(c) for c in self.containers), level
+
+    @functools.cached_property
+    def pod_level(self) -> bool:
+        """Are pod-level resources set (CPU, memory or hugepages in ``spec.resources``)? The kubelet's
+        CPU and Memory Managers then leave the pod alone (1.36, without the alpha
+        PodLevelResourceManagers gate): no exclusive CPUs, no pinned memory, no hints from them."""
+        level = self.resources
+        return level is not None and any(_at_pod_level(r) for r in (*level.requests, *level.limits))
 
     @functools.cached_property
     def qos(self) -> str:
-        """The pod's QoS class as Kubernetes computes it (zero amounts count as unset)."""
+        """The pod's QoS class as Kubernetes computes it (zero amounts count as unset); from the
+        pod-level resources alone when the spec has them."""
+        if self.resources is not None:
+            return _pod_level_qos(self.resources)
         everything = [*self.init_containers, *self.containers]
 
         def positive(values: Mapping[str, Decimal], resource: str) -> Decimal | None:
@@ -142,7 +156,13 @@ class Pod:
     def effective(self) -> dict[str, Decimal]:
         """The pod-level request, as the apiserver and the scheduler count it: the larger of the sum
         over app and sidecar containers and, for each regular init container, its request plus the
-        sidecars started before it."""
+        sidecars started before it; a resource set at pod level counts as set there."""
+        found = self._containers_effective()
+        if self.pod_level and self.resources is not None:
+            found.update((r, q) for r, q in self.resources.request.items() if _at_pod_level(r))
+        return found
+
+    def _containers_effective(self) -> dict[str, Decimal]:
         total: dict[str, Decimal] = {}
         for c in self.containers:
             for r, q in container_request(c).items():
@@ -161,6 +181,23 @@ class Pod:
             for r, q in running.items():
                 peak[r] = max(peak.get(r, Decimal(0)), q)
         return {r: max(total.get(r, Decimal(0)), peak.get(r, Decimal(0))) for r in {**total, **peak}}
+
+
+def _at_pod_level(resource: str) -> bool:
+    """A resource pod-level resources may set (the kubelet's IsSupportedPodLevelResource)."""
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+def _pod_level_qos(level: Container) -> str:
+    """ComputePodQOS from pod-level resources: Guaranteed when CPU and memory limits are set and
+    every request equals its limit."""
+    requests = {r: q for r, q in level.request.items() if q > 0 and r in ("cpu", "memory")}
+    limits = {r: q for r, q in level.limits.items() if q > 0 and r in ("cpu", "memory")}
+    if not requests and not limits:
+        return "BestEffort"
+    if {"cpu", "memory"} <= set(limits) and requests == limits:
+        return "Guaranteed"
+    return "Burstable"
 
 
 def container_request(c: Container) -> dict[str, Decimal]:

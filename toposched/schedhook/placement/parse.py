@@ -327,7 +327,17 @@ def pod_from_spec(spec: object) -> Pod:
             )
         return tuple(out)
 
-    return Pod(containers=containers("containers"), init_containers=containers("initContainers"))
+    level = spec.get("resources")
+    if level is not None and not isinstance(level, Mapping):
+        raise ValueError("spec.resources: expected an object")
+    resources = None
+    if level:
+        resources = Container(
+            name="",
+            requests=quantities(level.get("requests"), "spec.resources.requests"),
+            limits=quantities(level.get("limits"), "spec.resources.limits"),
+        )
+    return Pod(containers=containers("containers"), init_containers=containers("initContainers"), resources=resources)
 
 
 def links_of(nt: NetworkTopology, weights_name: str) -> dict[tuple[str, str, str], Link]:

@@ -51,14 +51,15 @@ def guaranteed_cpus(pod: Pod, container: Container) -> int:
     """Exclusive CPUs the static CPU manager gives the container: its integral request in a
     Guaranteed pod, else none."""
     amount = container_request(container).get(CPU, Decimal(0))
-    if pod.qos != "Guaranteed" or amount <= 0 or amount != amount.to_integral_value():
+    if pod.qos != "Guaranteed" or pod.pod_level or amount <= 0 or amount != amount.to_integral_value():
         return 0
     return int(amount)
 
 
 def memory_request(pod: Pod, container: Container) -> dict[str, Decimal]:
-    """Memory and hugepages the Static Memory Manager pins for the container (Guaranteed pods only)."""
-    if pod.qos != "Guaranteed":
+    """Memory and hugepages the Static Memory Manager pins for the container (Guaranteed pods
+    without pod-level resources only)."""
+    if pod.qos != "Guaranteed" or pod.pod_level:
         return {}
     return {r: q for r, q in container_request(container).items() if numa_memory(r) and q > 0}
 
@@ -91,7 +92,7 @@ def pod_guaranteed_cpus(pod: Pod) -> int:
 
 def pod_memory_request(pod: Pod) -> dict[str, Decimal]:
     """The pod's pinned memory in pod scope (the Memory Manager's own sum, like ``pod_guaranteed_cpus``)."""
-    if pod.qos != "Guaranteed":
+    if pod.qos != "Guaranteed" or pod.pod_level:
         return {}
     sidecars: dict[str, Decimal] = {}
     peak: dict[str, Decimal] = {}

@@ -113,6 +113,8 @@ def bound_pod(name: str, node: str, spec: Spec) -> dict[str, Any]:
     }
     if init:
         body["initContainers"] = init
+    if "resources" in spec:  # pod-level resources
+        body["resources"] = spec["resources"]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": body}
 
 

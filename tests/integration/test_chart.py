@@ -263,6 +263,7 @@ RBAC = {
         [
             ("create", "noderesourcetopologies.topology.node.k8s.io"),
             ("update", "noderesourcetopologies.topology.node.k8s.io"),
+            ("watch", "noderesourcetopologies.topology.node.k8s.io"),
             ("get", "nodes"),
             ("list", "nodes"),
             ("patch", "nodes/status"),

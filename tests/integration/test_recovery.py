@@ -224,9 +224,11 @@ class Scene:
                 await client.CustomObjectsApi(self.api).delete_cluster_custom_object(*NRT, name)
 
 
-async def start_exporter(kubeconfig: Path, node: str, kubelet: FakeKubelet, work: Path) -> asyncio.subprocess.Process:
-    """``toposched exporter`` for ``node`` on a two-socket machine, publishing every second."""
-    args = ["--sysfs", str(two_socket(work)), "--podresources", str(kubelet.socket), "--period", "1"]
+async def start_exporter(
+    kubeconfig: Path, node: str, kubelet: FakeKubelet, work: Path, period: float = 1
+) -> asyncio.subprocess.Process:
+    """``toposched exporter`` for ``node`` on a two-socket machine, publishing every ``period`` seconds."""
+    args = ["--sysfs", str(two_socket(work)), "--podresources", str(kubelet.socket), "--period", str(period)]
     args += ["--kubelet-state-dir", str(work), "--metrics-port", "0", "--health-port", "0"]
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NODE_NAME": node}
     with (work / "exporter.log").open("wb") as out:
@@ -319,3 +321,40 @@ async def test_a_refused_list_is_an_error_not_an_empty_list(
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_deleted_nrt_comes_back_at_once(
+    api: client.ApiClient, kubeconfig: Path, crds: None, kubelet: FakeKubelet, tmp_path: Path
+) -> None:
+    """The exporter watches its own NRT: deleted (by hand, by the garbage collector), it is back
+    within a second or two, not at the next period (a minute here)."""
+    node = f"nrt-deleted-{uuid.uuid4().hex[:6]}"
+    await ensure_kwok_node(api, node)
+    objects = client.CustomObjectsApi(api)
+
+    async def published() -> Any:
+        try:
+            return await objects.get_cluster_custom_object(*NRT, node)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    exporter = await start_exporter(kubeconfig, node, kubelet, tmp_path, period=60)
+    back = []
+    try:
+        await wait_for(published, within=60, what="the exporter's first NRT")
+        for _ in range(3):
+            await objects.delete_cluster_custom_object(*NRT, node)
+            deleted = time.monotonic()
+            await wait_for(published, within=30, what="the NRT back")
+            back.append(time.monotonic() - deleted)
+    finally:
+        exporter.terminate()
+        await asyncio.wait_for(exporter.wait(), 15)
+        with contextlib.suppress(client.ApiException):
+            await client.CoreV1Api(api).delete_node(node)
+        with contextlib.suppress(client.ApiException):
+            await objects.delete_cluster_custom_object(*NRT, node)
+    print("NRT back after deletion (s):", [round(b, 2) for b in back])
+    assert max(back) < 3, back

@@ -11,6 +11,7 @@ says so.
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from decimal import Decimal
 from typing import Any
@@ -24,7 +25,7 @@ from toposched.exporter import checkpoints
 from toposched.exporter.checkpoints import Checkpoints
 from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
-from toposched.exporter.publisher import NodeGoneError, Publisher
+from toposched.exporter.publisher import NRTS, NodeGoneError, Publisher
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import SysfsError, read_machine
 from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
@@ -171,6 +172,22 @@ class Exporter:
         self.checkpoint_problems = set(found.problems)
         return found
 
+    def watch_own_nrt(self, api: KubeAPI) -> threading.Event:
+        """Publish again at once when this node's NRT is deleted (by hand, or by the garbage
+        collector with a recreated Node), not a period later: the scheduler side is blind to the
+        node meanwhile. A watch of that one object, in a daemon thread; set the event to stop it."""
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def seen(kind: str) -> None:
+            if kind in ("DELETED", "START"):
+                loop.call_soon_threadsafe(self.mark_changed, f"NRT watch: {kind}")
+
+        threading.Thread(
+            target=api.watch_object, args=(NRTS, self.settings.node, seen, stop), name="nrt-watch", daemon=True
+        ).start()
+        return stop
+
     async def publish_once(self, publisher: Publisher) -> bool:
         node = await publisher.read_node()
         owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
@@ -218,6 +235,7 @@ class Exporter:
                 asyncio.create_task(self.watch_state_files()),
                 asyncio.create_task(self.periodic()),
             ]
+            stop_watch = self.watch_own_nrt(api)
             # Publish first from the kubelet's answer rather than from estimates that flip a moment later.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.first_poll.wait(), 5)
@@ -254,6 +272,7 @@ class Exporter:
                         backoff = min(RETRY_MAX, backoff * 2)
                         self.mark_changed("retry")
             finally:
+                stop_watch.set()
                 for task in tasks:
                     task.cancel()
                 await podresources.close()

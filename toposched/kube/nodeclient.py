@@ -9,14 +9,22 @@ $KUBECONFIG / ~/.kube/config).
 """
 
 import asyncio
+import json
+import logging
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from toposched.kube import api, credentials
 from toposched.kube.api import ApiError as ApiError
 from toposched.kube.credentials import Credentials
+
+logger = logging.getLogger(__name__)
+
+WATCH_SECONDS = 300
 
 
 class KubeAPI:
@@ -51,6 +59,37 @@ class KubeAPI:
         except urllib.error.HTTPError as exc:
             status, raw = exc.code, exc.read()
         return api.answer(status, raw)
+
+    def watch_object(self, collection: str, name: str, seen: Callable[[str], None], stop: threading.Event) -> None:
+        """Watch one object of ``collection`` by name, blocking, until ``stop`` is set: ``seen``
+        gets each event's type, and "START" whenever a watch begins (an event missed between two
+        watches is then made up for by the caller's look at the object). Meant for a daemon
+        thread of its own: a node daemon holds one such connection, as the kubelet does for its
+        Node. Errors are retried, from 1 to 30 s apart."""
+        backoff = 1.0
+        params = {
+            "watch": "true",
+            "fieldSelector": f"metadata.name={name}",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(WATCH_SECONDS),
+        }
+        while not stop.is_set():
+            try:
+                creds = self.creds.refreshed()  # its own copy: the requests' threads refresh theirs
+                call = api.request(creds, "GET", collection, None, api.JSON, params)
+                sent = urllib.request.Request(call.url, method="GET", headers=call.headers)
+                with urllib.request.urlopen(sent, context=creds.ssl_context(), timeout=WATCH_SECONDS + 30) as answer:
+                    seen("START")
+                    backoff = 1.0
+                    for line in answer:
+                        if stop.is_set():
+                            return
+                        if line.strip():
+                            seen(str(json.loads(line).get("type") or ""))
+            except Exception as exc:  # the apiserver away, a refused watch, a reset connection
+                logger.debug("watch of %s %s: %s; again in %.0fs", collection, name, exc, backoff)
+                stop.wait(backoff)
+                backoff = min(30.0, backoff * 2)
 
     async def close(self) -> None:
         """Nothing to release: every call uses its own connection."""

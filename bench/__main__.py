@@ -30,13 +30,14 @@ from bench import (
     report,
     scale,
     schedhook,
+    smt,
 )
 from testkit.realnode import RealNodeError
 from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-SECTIONS = ("components", "extender", "numa", "devices", "network", "scale")
+SECTIONS = ("components", "extender", "numa", "devices", "smt", "network", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -97,7 +98,7 @@ def main() -> int:
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     kubeconfig = cluster_kubeconfig()
-    if only & {"numa", "devices"} and args.real_nodes:
+    if only & {"numa", "devices", "smt"} and args.real_nodes:
         try:
             realnodes.require_real_nodes()
         except harness.SetupError as exc:
@@ -158,6 +159,8 @@ def main() -> int:
         results.update(results.pop("placement"))
     if "devices" in only and args.real_nodes:
         step("devices", lambda: devices.run(kubeconfig, work, full, args.real_nodes))
+    if "smt" in only and args.real_nodes:
+        step("smt", lambda: smt.run(kubeconfig, work, full, args.real_nodes))
     if "scale" in only:
         step("scale", lambda: scale.run(kubeconfig, work, full))
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))

@@ -18,6 +18,7 @@ state-file trigger, so NRTs lag by up to 5 s.
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -55,7 +56,7 @@ T = TypeVar("T")
 
 TOPOLOGY = Topology.uniform(zones=2, cores_per_zone=8, memory_per_zone="32Gi")
 NODE_SHAPE = "2 NUMA zones x 8 CPUs (CPU 0 reserved), 32 GiB per zone, no devices"
-REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError")
+REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError", "SMTAlignmentError")
 SETTLE_SECONDS = 180
 """Longest wait for a run's pods to be bound and decided by their kubelets."""
 
@@ -83,6 +84,8 @@ class Pool:
 
     tag: str
     policy: str
+    settings: KubeletSettings = field(default_factory=KubeletSettings)
+    """The nodes' kubelet settings but the Topology Manager policy (``policy``)."""
     nodes: dict[str, RealNode] = field(default_factory=dict)
     exporters: dict[str, NodeExporter] = field(default_factory=dict)
     stale: bool = False
@@ -113,7 +116,7 @@ class Pool:
     def reshape(self, policy: str) -> None:
         """Every node restarted under ``policy`` (a reset kills the exporters with the nodes)."""
         self.stop_exporters()
-        settings = KubeletSettings(topology_manager_policy=policy)
+        settings = dataclasses.replace(self.settings, topology_manager_policy=policy)
         reset = _parallel(lambda n: reset_node(n, settings=settings), self.names())
         self.nodes = {n.name: n for n in reset}
         self.policy = policy
@@ -139,15 +142,22 @@ class Pool:
             raise RealNodeError("; ".join(failures))
 
 
-def create_pool(count: int, policy: str, devices: NodeDevices | None = None) -> Pool:
-    """``count`` real nodes of :data:`TOPOLOGY` under ``policy``, each with ``devices`` (served by its
-    device plugin; a reshape keeps them)."""
+def create_pool(
+    count: int,
+    policy: str,
+    devices: NodeDevices | None = None,
+    topology: Topology = TOPOLOGY,
+    settings: KubeletSettings | None = None,
+) -> Pool:
+    """``count`` real nodes of ``topology`` under ``policy`` with ``settings`` (the default node's
+    otherwise), each with ``devices`` (served by its device plugin); a reshape keeps all but the policy."""
     require_real_nodes()
-    pool = Pool(uuid.uuid4().hex[:6], policy)
-    settings = KubeletSettings(topology_manager_policy=policy)
+    base = settings or KubeletSettings()
+    pool = Pool(uuid.uuid4().hex[:6], policy, base)
+    settings = dataclasses.replace(base, topology_manager_policy=policy)
     names = [f"bench-rn{i:02d}-{pool.tag}" for i in range(count)]
     try:
-        for node in _parallel(lambda n: add_node(n, TOPOLOGY, settings, devices=devices), names):
+        for node in _parallel(lambda n: add_node(n, topology, settings, devices=devices), names):
             pool.nodes[node.name] = node
     except BaseException:
         for name in names:  # a half-made pool goes entirely

@@ -224,6 +224,34 @@ def _bars(ax: Any, xs: Sequence[float], figures: Sequence[dict[str, float]], wid
     ax.bar(xs, med, width, yerr=[low, high], capsize=3, color=COLORS[scheduler], label=LABELS[scheduler])
 
 
+def smt(results: dict[str, Any]) -> list[str]:
+    sc = results.get("smt")
+    if not sc:
+        return []
+    lines = [
+        "## Performance-tuned nodes judged by real kubelets: SMT and full-pcpus-only",
+        "",
+        f"{sc['nodes']} real kubelet nodes ({sc['node_shape']}, {sc['policy']}); Guaranteed pods with",
+        f"{sc['pod_shape']}. The kubelet refuses a container whose CPUs are not whole cores, or more whole",
+        "cores than are free, with SMTAlignmentError; rejections are counted by the kubelets' reasons.",
+        "",
+        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
+        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
+        "",
+        "| scheduler | rejections (kubelet) | by reason, all runs | pods admitted (kubelet) | pods pending "
+        "| seconds to place |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for name in sc["schedulers"]:
+        r = sc[name]
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["rejection_reasons"].items())) or "none"
+        lines.append(
+            f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {reasons} | {_range(r['placed'])} "
+            f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
+        )
+    return [*lines, ""]
+
+
 def devices(results: dict[str, Any], plots: Path) -> list[str]:
     sc = results.get("devices")
     if not sc:
@@ -485,6 +513,7 @@ def render(results: dict[str, Any], plots: Path) -> str:
     lines += headline(results)
     lines += numa(results, plots)
     lines += devices(results, plots)
+    lines += smt(results)
     lines += network(results, plots)
     lines += scale(results, plots)
     lines += extender(results, plots)

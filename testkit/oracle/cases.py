@@ -8,7 +8,7 @@ manager settings, and a sequence of pods bound to the node one after another unt
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testkit.realnode.devices import Device, DeviceResource, NodeDevices
@@ -86,6 +86,8 @@ def _topology(rng: random.Random) -> Topology:
     if not any(z.memory for z in zones):
         zones[0] = Zone(zones[0].cores, 2 * GIB)
     distances = _distances(rng, count) if count > 2 and rng.random() < 0.6 else None
+    if count % 2 == 0 and rng.random() < 0.4:  # two zones per socket (sub-NUMA clustering)
+        zones = [replace(z, socket=i // 2) for i, z in enumerate(zones)]
     return Topology(tuple(zones), threads_per_core=threads, distances=distances)
 
 
@@ -151,8 +153,14 @@ def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
         options["prefer-closest-numa-nodes"] = "true"
     if rng.random() < 0.1:
         options["max-allowable-numa-nodes"] = rng.choice(("8", "16"))
+    cpu_options = _cpu_options(rng, topology)
+    gates: dict[str, bool] = {}
+    if policy != "single-numa-node" and rng.random() < 0.25:
+        cpu_options["align-by-socket"] = "true"  # alpha; the kubelet refuses it beside single-numa-node
+        gates["CPUManagerPolicyAlphaOptions"] = True
     return KubeletSettings(
-        cpu_manager_policy_options=_cpu_options(rng, topology),
+        feature_gates=gates,
+        cpu_manager_policy_options=cpu_options,
         cpu_manager_policy=cpu_policy,
         reserved_system_cpus=",".join(map(str, reserved)),
         memory_manager_policy=memory_policy,

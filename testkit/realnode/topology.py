@@ -262,6 +262,8 @@ class Topology:
             extra = ""
             if zone.hugepages_2mi or zone.hugepages_1gi:
                 extra = f", hugepages 2Mi x{zone.hugepages_2mi} 1Gi x{zone.hugepages_1gi}"
+            if zone.socket is not None and zone.socket != i:
+                extra += f", socket {zone.socket}"
             parts.append(f"{i}[cpus {format_cpulist(self.cpus(i)) or '-'}, {format_bytes(zone.memory)}{extra}]")
         smt = f", SMT x{self.threads_per_core}" if self.threads_per_core > 1 else ""
         return f"{len(self.zones)} NUMA zones, {self.cpu_count} CPUs{smt}: " + " ".join(parts)

@@ -74,6 +74,9 @@ NRT_ATTR_THREADS_PER_CORE: Final = "toposched.io/threads-per-core"
 NRT_ZONE_ATTR_FREE_CORES: Final = "toposched.io/free-cores"
 """Physical cores of the zone whose every CPU is free: the CPU Manager hands these out whole
 before it splits any (its packed allocator's takeFullCores)."""
+NRT_ZONE_ATTR_SOCKET: Final = "toposched.io/socket"
+"""The physical package (socket) of the zone's CPUs: the CPU Manager's align-by-socket option
+prefers hints, and takes CPUs, by socket."""
 NRT_ZONE_ATTR_MEMORY_CELLS: Final = "toposched.io/memory-numa-cells"
 """Set while the Static Memory Manager has memory assigned on the zone: the NUMA nodes it
 groups the zone with (``0-1``; the zone alone after a single-NUMA allocation). The kubelet's

@@ -52,6 +52,8 @@ class NumaNode:
     """Other node id -> distance (10 = local)."""
     cores: tuple[tuple[int, ...], ...] = ()
     """The node's physical cores, each as its CPUs; empty when sysfs does not say."""
+    socket: int | None = None
+    """The physical package of its CPUs (None: no CPUs, several packages, or sysfs does not say)."""
 
 
 @dataclass(frozen=True)
@@ -309,17 +311,18 @@ def read_machine(root: Path, total_memory: Callable[[], int] | None = None, proc
             memory = _meminfo_total(d / "meminfo", meminfo)
         distance_text = _read(d / "distance")
         distances = _distances(d / "distance", distance_text, nid, ids, warnings) if distance_text is not None else {}
-        cores = _cores(system / "cpu", cpus)
-        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages", warnings), distances, cores))
+        cores, packages = _cores(system / "cpu", cpus)
+        socket = packages[0] if len(packages) == 1 else None
+        nodes.append(NumaNode(nid, cpus, memory, _hugepages(d / "hugepages", warnings), distances, cores, socket))
     if not nodes:
         raise SysfsError(f"{node_dir}: no online NUMA node found")
     _within_one_machine(node_dir, nodes)
     return Machine(numa=True, nodes=nodes, nics=nics, pci_devices=pci, warnings=warnings)
 
 
-def _cores(cpu_dir: Path, cpus: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """The node's CPUs grouped by (package, core id), as the kubelet's cadvisor groups threads;
-    empty when a CPU's topology files are missing or unreadable."""
+def _cores(cpu_dir: Path, cpus: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The node's CPUs grouped by (package, core id), as the kubelet's cadvisor groups threads,
+    and the packages they are on; both empty when a CPU's topology files are missing or unreadable."""
     cores: dict[tuple[int, int], list[int]] = {}
     for cpu in cpus:
         topology = cpu_dir / f"cpu{cpu}" / "topology"
@@ -327,11 +330,11 @@ def _cores(cpu_dir: Path, cpus: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
             core = _optional_int(_read(topology / "core_id"))
             package = _optional_int(_read(topology / "physical_package_id"))
         except SysfsError:  # a strange file only means the cores are unknown
-            return ()
+            return (), ()
         if core is None or package is None:
-            return ()
+            return (), ()
         cores.setdefault((package, core), []).append(cpu)
-    return tuple(tuple(sorted(c)) for c in sorted(cores.values()))
+    return tuple(tuple(sorted(c)) for c in sorted(cores.values())), tuple(sorted({p for p, _ in cores}))
 
 
 def _within_one_machine(where: Path, nodes: list[NumaNode]) -> None:

@@ -42,6 +42,7 @@ from toposched.apis.constants import (
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
     NRT_ZONE_ATTR_FREE_CORES,
     NRT_ZONE_ATTR_MEMORY_CELLS,
+    NRT_ZONE_ATTR_SOCKET,
     NRT_ZONE_PREFIX,
     NRT_ZONE_TYPE_NODE,
 )
@@ -200,6 +201,9 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     """The node's NRT: per NUMA zone its CPUs, memory, hugepages and devices; attributes that say
     where the figures came from, the kubelet's policies and the pods fingerprint."""
     zones = {n.id: _Figures(capacity=_capacity(n)) for n in inputs.machine.nodes}
+    for n in inputs.machine.nodes:
+        if n.socket is not None and n.cpus:
+            zones[n.id].attributes[NRT_ZONE_ATTR_SOCKET] = str(n.socket)
     attributes: dict[str, str] = {}
     if inputs.allocatable is None:
         attributes[NRT_ATTR_PODRESOURCES] = "unavailable: allocatable derived from capacity and kubelet reservations"

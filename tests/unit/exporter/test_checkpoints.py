@@ -13,6 +13,7 @@ from toposched.apis.constants import (
     NRT_ATTR_THREADS_PER_CORE,
     NRT_ZONE_ATTR_FREE_CORES,
     NRT_ZONE_ATTR_MEMORY_CELLS,
+    NRT_ZONE_ATTR_SOCKET,
 )
 from toposched.exporter.checkpoints import (
     CheckpointError,
@@ -216,16 +217,17 @@ def test_whole_free_cores_and_memory_cells_per_zone(tmp_path: Path) -> None:
     nrt = build_nrt(inputs)
     zone_attributes = [{a.name: a.value for a in z.attributes or []} for z in nrt.zones]
     assert zone_attributes == [
-        {NRT_ZONE_ATTR_FREE_CORES: "1", NRT_ZONE_ATTR_MEMORY_CELLS: "0-1"},
-        {NRT_ZONE_ATTR_FREE_CORES: "2", NRT_ZONE_ATTR_MEMORY_CELLS: "1"},
+        {NRT_ZONE_ATTR_FREE_CORES: "1", NRT_ZONE_ATTR_MEMORY_CELLS: "0-1", NRT_ZONE_ATTR_SOCKET: "0"},
+        {NRT_ZONE_ATTR_FREE_CORES: "2", NRT_ZONE_ATTR_MEMORY_CELLS: "1", NRT_ZONE_ATTR_SOCKET: "1"},
     ]
     assert nrt.attribute(NRT_ATTR_THREADS_PER_CORE) == "2"
     node = from_nrt(nrt)
     assert [(z.free_cores, z.memory_cells) for z in node.zones] == [(1, mask(0, 1)), (2, mask(1))]
     assert node.threads_per_core == 2
-    # Without the checkpoints (PodResources alone) neither is published: the predictor counts CPUs singly.
+    # Without the checkpoints (PodResources alone) neither is published: the predictor counts CPUs
+    # singly. (The socket is the machine's, there either way.)
     bare = build_nrt(Inputs(**{**inputs.__dict__, "checkpoints": None}))
-    assert all(z.attributes is None for z in bare.zones)
+    assert [{a.name for a in z.attributes or []} for z in bare.zones] == [{NRT_ZONE_ATTR_SOCKET}] * 2
 
 
 def test_cores_unknown_when_sysfs_has_no_core_ids(tmp_path: Path) -> None:

@@ -31,6 +31,8 @@ class NumaZone:
     memory_cells: int | None = None
     """The Memory Manager's NUMA group of this zone while it holds assigned memory (a mask; None:
     nothing assigned, or the NRT does not say)."""
+    socket: int | None = None
+    """The physical package of the zone's CPUs (None: the NRT does not say)."""
 
     @functools.cached_property
     def floats(self) -> dict[str, dict[str, float]]:

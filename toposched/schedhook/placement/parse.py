@@ -25,6 +25,7 @@ from toposched.apis.constants import (
     NRT_ATTR_TOPOLOGY_MANAGER_SCOPE,
     NRT_ZONE_ATTR_FREE_CORES,
     NRT_ZONE_ATTR_MEMORY_CELLS,
+    NRT_ZONE_ATTR_SOCKET,
     NRT_ZONE_PREFIX,
     NUMA_ZONES_ANNOTATION,
     PREFER_CLOSEST_NUMA_NODES,
@@ -39,7 +40,7 @@ from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement.kubelet.claims import DISTRIBUTE_ACROSS_NUMA, FULL_PCPUS_ONLY
+from toposched.schedhook.placement.kubelet.claims import ALIGN_BY_SOCKET, DISTRIBUTE_ACROSS_NUMA, FULL_PCPUS_ONLY
 from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
@@ -62,16 +63,17 @@ TOPOLOGY_MANAGER_OPTIONS = {
 CPU_MANAGER_OPTIONS = (
     FULL_PCPUS_ONLY,
     DISTRIBUTE_ACROSS_NUMA,
+    ALIGN_BY_SOCKET,
     "distribute-cpus-across-cores",
     "strict-cpu-reservation",
     "prefer-align-cpus-by-uncorecache",
 )
 """The CPU Manager's options (1.36) the predictor follows: full-pcpus-only rejects (SMTAlignmentError);
 distribute-cpus-across-numa spreads CPUs that spill out of the aligned zones over other zones
-(any of which is then predicted); the others change which CPUs within the zones are taken, never
-the admission. Not here:
-align-by-socket, which makes socket-aligned hints preferred (sockets are not in the NRT), so a
-node with it is unknown rather than predicted wrong."""
+(any of which is then predicted); align-by-socket makes the CPU hints within the fewest sockets
+preferred and takes CPUs from the whole sockets of the affinity first (each zone's socket is
+published); the others change which CPUs within the zones are taken, never the admission. Any
+other option (a newer kubelet's) makes the node unknown rather than predicted wrong."""
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
     "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
@@ -126,8 +128,11 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
                 available={r.name: parse_quantity(r.available) for r in resources},
                 free_cores=_count(z.attribute(NRT_ZONE_ATTR_FREE_CORES)),
                 memory_cells=_cells(z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS)),
+                socket=_count(z.attribute(NRT_ZONE_ATTR_SOCKET), low=0),
             )
         )
+    if ALIGN_BY_SOCKET in cpu_options:
+        _check_align_by_socket(policy, zones)
     return NodeTopology(
         name=nrt.name,
         zones=tuple(sorted(zones, key=lambda z: z.numa)),
@@ -144,6 +149,16 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         cpu_options=cpu_options,
         device_groups=_device_groups(nrt.attribute(NRT_ATTR_DEVICE_GROUPS)),
     )
+
+
+def _check_align_by_socket(policy: str, zones: list[NumaZone]) -> None:
+    """align-by-socket is followed where the kubelet runs with it: not beside single-numa-node
+    (the kubelet refuses to start), and with every CPU zone's socket published."""
+    where = f"attributes.{NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS}: {ALIGN_BY_SOCKET}"
+    if policy == SINGLE_NUMA_NODE:
+        raise ValueError(f"{where} with the {SINGLE_NUMA_NODE} policy: the kubelet refuses to start so configured")
+    if any(z.socket is None for z in zones if z.capacity.get("cpu", Decimal(0)) > 0):
+        raise ValueError(f"{where} without each zone's {NRT_ZONE_ATTR_SOCKET}: its preferred hints cannot be predicted")
 
 
 def _device_groups(raw: str | None) -> dict[str, tuple[DeviceGroup, ...]]:

@@ -344,3 +344,32 @@ def test_distribute_cpus_across_numa_spreads_the_spill_over_any_other_zone() -> 
     spread = NodeState(replace(plain.node, cpu_options=frozenset({"distribute-cpus-across-numa"})))
     assert plain.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2)
     assert spread.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2, 3)
+
+
+def two_sockets(align_by_socket: bool) -> NodeTopology:
+    """4 zones of 4 CPUs, zones 0-1 on socket 0 and 2-3 on socket 1, restricted, no Memory Manager."""
+    zones: list[dict[str, str | int]] = [{"cpu": 3}, {"cpu": 3}, {"cpu": 2}, {"cpu": 2}]
+    capacity: list[dict[str, str | int]] = [{"cpu": 4}] * 4
+    base = node(zones, "restricted", "container", "static", "None", capacity=capacity)
+    options = frozenset({"align-by-socket"}) if align_by_socket else frozenset()
+    return replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones), cpu_options=options)
+
+
+@pytest.mark.parametrize(
+    ("align_by_socket", "verdict"),
+    [
+        pytest.param(False, Verdict(False, "cannot align container app"), id="two-zones-not-preferred"),
+        pytest.param(True, Verdict(True, numa={"app": (0, 1)}), id="one-socket-is-preferred"),
+    ],
+)
+def test_align_by_socket_prefers_masks_within_the_fewest_sockets(align_by_socket: bool, verdict: Verdict) -> None:
+    """4 CPUs fit one zone by capacity but no zone has them free: only two zones can, which
+    restricted refuses unless the CPU Manager's align-by-socket calls a mask within one socket
+    preferred (socket 0's zones first, the lowest mask)."""
+    assert predict(two_sockets(align_by_socket), Pod((g("app", cpu=4, memory="256Mi"),))) == verdict
+
+
+def test_align_by_socket_takes_cpus_from_the_affinitys_whole_socket_first() -> None:
+    state = NodeState(two_sockets(align_by_socket=True))
+    # Socket 1 has 4 free (zones 2 and 3, zone 3 outside the affinity): the fifth spills to zone 0.
+    assert state.take_cpus(5, mask(2), init=False) == (0, 2, 3)

@@ -179,3 +179,29 @@ def test_a_policy_toposched_does_not_know_makes_the_nrt_unreadable(
     body["topologyPolicies"] = policies
     with pytest.raises(ValueError, match=re.escape(message)):
         from_nrt(NodeResourceTopology.model_validate(body))
+
+
+@pytest.mark.parametrize(
+    ("policy", "sockets", "message"),
+    [
+        pytest.param("restricted", ["0", "1"], None, id="followed"),
+        pytest.param("single-numa-node", ["0", "1"], "the kubelet refuses to start so configured", id="refused"),
+        pytest.param("restricted", ["0", None], "without each zone's toposched.io/socket", id="socket-unknown"),
+    ],
+)
+def test_align_by_socket(policy: str, sockets: list[str | None], message: str | None) -> None:
+    """The CPU Manager's align-by-socket is followed with each zone's socket; beside
+    single-numa-node the kubelet does not start, so the NRT is unreadable, never a fit."""
+    attributes = {"topologyManagerPolicy": policy, "cpuManagerPolicyOptions": "align-by-socket=true"}
+    body = nrt_body("n", [{"cpu": 4}, {"cpu": 4}], policy=None, attributes=attributes)
+    for zone, socket in zip(body["zones"], sockets, strict=True):
+        if socket is not None:
+            zone["attributes"] = [{"name": "toposched.io/socket", "value": socket}]
+    nrt = NodeResourceTopology.model_validate(body)
+    if message is None:
+        node = from_nrt(nrt)
+        assert "align-by-socket" in node.cpu_options
+        assert [z.socket for z in node.zones] == [0, 1]
+    else:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            from_nrt(nrt)

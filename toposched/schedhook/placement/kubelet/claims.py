@@ -16,6 +16,7 @@ STATIC_CPU = "static"
 STATIC_MEMORY = "Static"
 FULL_PCPUS_ONLY = "full-pcpus-only"
 DISTRIBUTE_ACROSS_NUMA = "distribute-cpus-across-numa"
+ALIGN_BY_SOCKET = "align-by-socket"
 
 
 def numa_memory(resource: str) -> bool:

@@ -87,17 +87,22 @@ def single_zones(zones: int) -> Masks:
 WIDE = np.iinfo(np.int64).max
 
 
+def narrowest(masks: Masks, could: Bools, known: int | Ints) -> Ints:
+    """The size of the narrowest mask that ``could`` hold the request at all (``known``, the
+    number of NUMA nodes the manager knows, when none could): the managers' minAffinitySize."""
+    size = masks.expand(masks.size, could)
+    out: Ints = np.minimum(np.where(could, size, WIDE).min(axis=0, initial=WIDE), known)
+    return out
+
+
 def preferred(masks: Masks, could: Bools, fits: Bools, known: int | Ints) -> Bools:
     """Which fitting masks are preferred: those as narrow as the narrowest mask that ``could`` hold
-    the request at all (``known``, the number of NUMA nodes the manager knows, when none could).
-    Exact whichever masks are looked at: the narrowest of the single zones is 1 exactly when the
-    narrowest of all masks is."""
+    the request at all. Exact whichever masks are looked at: the narrowest of the single zones is
+    1 exactly when the narrowest of all masks is."""
     if masks.singles:  # every size is 1: the narrowest is 1 where some zone could, else ``known``
         out: Bools = fits & (could.any(axis=0) | (np.asarray(known) == 1))
         return out
-    size = masks.expand(masks.size, could)
-    narrowest = np.minimum(np.where(could, size, WIDE).min(axis=0, initial=WIDE), known)
-    out = fits & (size == narrowest)
+    out = fits & (masks.expand(masks.size, could) == narrowest(masks, could, known))
     return out
 
 
@@ -109,16 +114,25 @@ def cpu_hints(
     known: int | Ints,
     reused: int = 0,
     inside: Bools | None = None,
+    sockets: Ints | None = None,
+    per_socket: int = 0,
 ) -> tuple[Bools, Bools]:
     """The static CPU manager's hints (fits, preferred) for ``request`` exclusive CPUs (thousandths).
 
     ``reused``: CPUs of the pod's init containers it hands on (they count as free in any mask
-    that ``inside`` says holds them all); ``known``: how many NUMA nodes have CPUs."""
+    that ``inside`` says holds them all); ``known``: how many NUMA nodes have CPUs. Under
+    align-by-socket, ``sockets`` ([mask]: the sockets each spans) and ``per_socket`` (NUMA nodes
+    per socket, as the kubelet divides them): a fitting mask spanning as few sockets as the
+    narrowest possible mask needs is preferred as well."""
     could = masks.total(capacity) >= request
     fits = masks.total(free) + reused >= request
     if inside is not None:
         fits &= masks.expand(inside, fits)
-    return fits, preferred(masks, could, fits, known)
+    chosen = preferred(masks, could, fits, known)
+    if sockets is not None and per_socket > 0:  # align-by-socket: within the fewest sockets is preferred too
+        fewest = (narrowest(masks, could, known) + per_socket - 1) // per_socket
+        chosen = chosen | (fits & (masks.expand(sockets, fits) == fewest))
+    return fits, chosen
 
 
 def memory_hints(

@@ -15,6 +15,7 @@ import numpy as np
 
 from toposched.schedhook.placement.kubelet import distribute, hints
 from toposched.schedhook.placement.kubelet.claims import (
+    ALIGN_BY_SOCKET,
     CPU,
     DISTRIBUTE_ACROSS_NUMA,
     FULL_PCPUS_ONLY,
@@ -145,6 +146,7 @@ class NodeState:
         inside = None
         if reusable:  # the masks must hold the pod's reusable CPUs
             inside = np.array([(reusable & ~m) == 0 for m in self._as_id_masks(masks)], dtype=np.bool_)
+        sockets, per_socket = self._sockets(masks)
         fits, preferred = hints.cpu_hints(
             masks,
             self._vector("capacity", CPU),
@@ -153,8 +155,31 @@ class NodeState:
             known=len(self.cpu_ids),
             reused=1000 * sum(self.reusable_cpus.values()),
             inside=inside,
+            sockets=sockets,
+            per_socket=per_socket,
         )
         return self._hints(masks, fits, preferred)
+
+    def _sockets(self, masks: Masks) -> tuple[Ints | None, int]:
+        """align-by-socket: the sockets each mask's CPU zones span, and NUMA nodes per socket as the
+        kubelet counts them (its NUMA nodes with CPUs over its sockets, rounded down)."""
+        if ALIGN_BY_SOCKET not in self.node.cpu_options:
+            return None, 0
+        socket = {z.numa: z.socket for z in self.node.zones if z.numa in self.cpu_ids}
+        spans = np.array(
+            [len({socket[self.ids[p]] for p in m if self.ids[p] in socket}) for m in masks.positions], dtype=np.int64
+        )
+        return spans, len(self.cpu_ids) // max(1, len(set(socket.values())))
+
+    def _aligned_zones(self, affinity: int | None) -> list[int]:
+        """The zones whose CPUs the allocator takes first: the affinity's, or under align-by-socket
+        every zone of the affinity's sockets."""
+        within = [n for n in self.ids if affinity is None or n in bits(affinity)]
+        if affinity is None or ALIGN_BY_SOCKET not in self.node.cpu_options:
+            return within
+        socket = {z.numa: z.socket for z in self.node.zones}
+        sockets = {socket[n] for n in within if n in self.cpu_ids}
+        return [n for n in self.ids if n in within or (n in self.cpu_ids and socket[n] in sockets)]
 
     def check_smt_alignment(self, request: int) -> None:
         """full-pcpus-only: a request the kubelet refuses with SMTAlignmentError -- not whole cores,
@@ -179,7 +204,7 @@ class NodeState:
         the allocator does when sockets are no fewer than NUMA nodes.)"""
         used: dict[int, int] = {}
         left = request
-        within = [n for n in self.ids if affinity is None or n in bits(affinity)]
+        within = self._aligned_zones(affinity)
         elsewhere = [n for n in self.ids if n not in within and self._cpus_of(n)]
         spreads = DISTRIBUTE_ACROSS_NUMA in self.node.cpu_options
         for zones in (within, [n for n in self.ids if n not in within]):

@@ -70,6 +70,8 @@ def case(seed: int, number: int) -> Case:
 
 def _topology(rng: random.Random) -> Topology:
     count = rng.choices(range(1, 9), weights=[2, 6, 4, 4, 1, 1, 1, 2])[0]
+    if rng.random() < 0.03:
+        count = rng.randint(9, 12)  # more than 8: the Topology Manager runs only with max-allowable-numa-nodes
     threads = rng.choice((1, 1, 2))
     uneven = rng.random() < 0.4
     same_cores = rng.randint(1, 4)
@@ -153,6 +155,8 @@ def _settings(rng: random.Random, topology: Topology) -> KubeletSettings:
         options["prefer-closest-numa-nodes"] = "true"
     if rng.random() < 0.1:
         options["max-allowable-numa-nodes"] = rng.choice(("8", "16"))
+    if len(topology.zones) > 8 and policy != "none":
+        options["max-allowable-numa-nodes"] = "16"
     cpu_options = _cpu_options(rng, topology)
     gates: dict[str, bool] = {}
     if policy != "single-numa-node" and rng.random() < 0.25:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testkit.realnode.topology import MIB, Topology, format_bytes, format_cpulist, parse_bytes, parse_cpulist
+from toposched.schedhook.placement.parse import CPU_OPTION_CONFLICTS
 
 CPU_MANAGER_POLICIES = ("none", "static")
 MEMORY_MANAGER_POLICIES = ("None", "Static")
@@ -43,12 +44,6 @@ CPU_MANAGER_OPTIONS: Mapping[str, str | None] = {
     "align-by-socket": "CPUManagerPolicyAlphaOptions",
     "distribute-cpus-across-cores": "CPUManagerPolicyAlphaOptions",
 }
-_CPU_OPTION_CONFLICTS = (
-    ("full-pcpus-only", "distribute-cpus-across-cores"),
-    ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
-    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
-    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa"),
-)
 
 
 class SettingsError(ValueError):
@@ -127,7 +122,7 @@ class KubeletSettings:
                 raise SettingsError(f"CPU Manager policy option {name!r} is alpha: it needs feature gate {gate}")
             _is_true(value)
         enabled = {name for name, value in options.items() if _is_true(value)}
-        for a, b in _CPU_OPTION_CONFLICTS:
+        for a, b in CPU_OPTION_CONFLICTS:
             if a in enabled and b in enabled:
                 raise SettingsError(f"CPU Manager policy options {a} and {b} cannot be used together")
         if "align-by-socket" in enabled and self.topology_manager_policy == "single-numa-node":

@@ -74,6 +74,13 @@ distribute-cpus-across-numa spreads CPUs that spill out of the aligned zones ove
 preferred and takes CPUs from the whole sockets of the affinity first (each zone's socket is
 published); the others change which CPUs within the zones are taken, never the admission. Any
 other option (a newer kubelet's) makes the node unknown rather than predicted wrong."""
+CPU_OPTION_CONFLICTS = (
+    (FULL_PCPUS_ONLY, "distribute-cpus-across-cores"),
+    (DISTRIBUTE_ACROSS_NUMA, "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", DISTRIBUTE_ACROSS_NUMA),
+)
+"""CPU Manager options the kubelet (1.36) refuses together: a node so configured runs no pods."""
 LEGACY_POLICIES = {
     "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
     "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
@@ -133,6 +140,17 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         )
     if ALIGN_BY_SOCKET in cpu_options:
         _check_align_by_socket(policy, zones)
+    for a, b in CPU_OPTION_CONFLICTS:
+        if a in cpu_options and b in cpu_options:
+            where = f"attributes.{NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS}"
+            raise ValueError(f"{where}: {a} with {b}: the kubelet refuses to start so configured")
+    # The option as the toposched exporter publishes it, else the attribute other exporters use.
+    most = _max_numa(options.get("max-allowable-numa-nodes") or nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES))
+    if policy != NONE and len(zones) > most:
+        raise ValueError(
+            f"{len(zones)} NUMA zones under the {policy} policy, more than max-allowable-numa-nodes ({most}): "
+            "the kubelet refuses to start so configured"
+        )
     return NodeTopology(
         name=nrt.name,
         zones=tuple(sorted(zones, key=lambda z: z.numa)),
@@ -142,7 +160,7 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         memory_manager=nrt.attribute(NRT_ATTR_MEMORY_MANAGER_POLICY),
         node_allocatable=dict(node_allocatable or {}),
         distances=distances,
-        max_numa=_max_numa(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_MAX_NUMA_NODES)),
+        max_numa=most,
         prefer_closest=options.get(PREFER_CLOSEST_NUMA_NODES) == "true",
         memory_groups=_groups(nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS)),
         threads_per_core=threads,

@@ -205,3 +205,34 @@ def test_align_by_socket(policy: str, sockets: list[str | None], message: str | 
     else:
         with pytest.raises(ValueError, match=re.escape(message)):
             from_nrt(nrt)
+
+
+@pytest.mark.parametrize(
+    ("zones", "attributes", "message"),
+    [
+        pytest.param(
+            2,
+            {"cpuManagerPolicyOptions": "full-pcpus-only=true,distribute-cpus-across-cores=true"},
+            "full-pcpus-only with distribute-cpus-across-cores",
+            id="options-in-conflict",
+        ),
+        pytest.param(
+            9, {}, "9 NUMA zones under the restricted policy, more than max-allowable-numa-nodes (8)", id="nine"
+        ),
+        pytest.param(9, {"topologyManagerPolicyOptions": "max-allowable-numa-nodes=16"}, None, id="nine-allowed"),
+        pytest.param(9, {"topologyManagerPolicy": "none"}, None, id="nine-without-a-policy"),
+    ],
+)
+def test_a_configuration_the_kubelet_refuses_is_unreadable(
+    zones: int, attributes: dict[str, str], message: str | None
+) -> None:
+    """A kubelet so configured does not start: its node is unknown, never a fit."""
+    usual = {"topologyManagerPolicy": "restricted"}
+    body = nrt_body("n", [{"cpu": 4}] * zones, policy=None, attributes={**usual, **attributes})
+    body["attributes"].append({"name": "toposched.io/threads-per-core", "value": "2"})
+    nrt = NodeResourceTopology.model_validate(body)
+    if message is None:
+        assert len(from_nrt(nrt).zones) == zones
+    else:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            from_nrt(nrt)

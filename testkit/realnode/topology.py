@@ -13,8 +13,11 @@ What the kubelet 1.36 reads, through its vendored cadvisor (``utils/sysfs``, ``u
   shared_cpu_map}`` feed the uncore-cache alignment of the CPU manager (optional for cadvisor).
 * ``/sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages``: the node's hugepages capacity.
 * ``/proc/meminfo`` ``MemTotal``: the node's memory capacity (not the sum of the zones).
-* ``/proc/cpuinfo``: only for the socket and physical-core counts in MachineInfo, which the
-  resource managers do not use; it is left alone.
+* ``/proc/cpuinfo``: the socket and physical-core counts in MachineInfo (``physical id``,
+  ``core id``). The CPU Manager reads the socket count from there: it packs by NUMA node first
+  when sockets are no fewer than NUMA nodes, else by socket, and align-by-socket divides NUMA
+  nodes by sockets. So a fake one is written too: one block per fake CPU with its package and
+  core, the rest (vendor, model, MHz, flags) copied from the host's first CPU.
 
 The rest of what is written (``possible``, ``present``, siblings lists, ``cpumap``, ``has_*``)
 is what other readers (the exporter, ghw, numactl) expect on a real machine.
@@ -325,6 +328,7 @@ class FakeHost:
     node: Path  # over /sys/devices/system/node
     hugepages: Path  # over /sys/kernel/mm/hugepages
     meminfo: Path  # over /proc/meminfo
+    cpuinfo: Path  # over /proc/cpuinfo
 
     def mounts(self) -> list[tuple[Path, str]]:
         return [
@@ -332,6 +336,7 @@ class FakeHost:
             (self.node, "/sys/devices/system/node"),
             (self.hugepages, "/sys/kernel/mm/hugepages"),
             (self.meminfo, "/proc/meminfo"),
+            (self.cpuinfo, "/proc/cpuinfo"),
         ]
 
 
@@ -361,12 +366,40 @@ def _kb(value: int) -> int:
 def write_fake_host(topology: Topology, root: Path) -> FakeHost:
     """Write the fake trees under ``root`` (which must not exist yet) and say where they are."""
     root.mkdir(parents=True)
-    host = FakeHost(root / "cpu", root / "node", root / "hugepages", root / "meminfo")
+    host = FakeHost(root / "cpu", root / "node", root / "hugepages", root / "meminfo", root / "cpuinfo")
     _write_cpu_tree(topology, host.cpu)
     _write_node_tree(topology, host.node)
     _write_hugepages_tree(topology, host.hugepages)
     _write(host.meminfo, fake_meminfo(topology))
+    try:
+        real = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        real = ""
+    _write(host.cpuinfo, fake_cpuinfo(topology, real))
     return host
+
+
+_CPUINFO_TOPOLOGY = ("processor", "physical id", "siblings", "core id", "cpu cores", "apicid", "initial apicid")
+
+
+def fake_cpuinfo(topology: Topology, real: str) -> str:
+    """A /proc/cpuinfo of the fake CPUs: each with its socket (``physical id``) and core, the other
+    fields from the host's first CPU."""
+    first = real.split("\n\n", 1)[0].splitlines()
+    template = [line for line in first if line.split(":", 1)[0].strip() not in _CPUINFO_TOPOLOGY]
+    blocks = []
+    for cpu in range(topology.cpu_count):
+        socket = topology.socket_of_zone(topology.zone_of_cpu(cpu))
+        in_socket = len(topology.socket_cpus(socket))
+        head = [
+            f"processor\t: {cpu}",
+            f"physical id\t: {socket}",
+            f"siblings\t: {in_socket}",
+            f"core id\t\t: {topology.core_id(cpu)}",
+            f"cpu cores\t: {in_socket // topology.threads_per_core}",
+        ]
+        blocks.append("\n".join(head[:1] + template[:1] + head[1:] + template[1:]))
+    return "\n\n".join(blocks) + "\n\n"
 
 
 def _write_cpu_tree(topology: Topology, cpu_dir: Path) -> None:

@@ -239,8 +239,21 @@ class NodeState:
         return distribute.spread(available, amount, group, machine, len(self.cpu_ids))
 
     def _pack(self, zones: Sequence[int], left: int, used: dict[int, int]) -> int:
-        """The packed allocator over ``zones``; returns how many CPUs are still needed."""
-        for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+        """The packed allocator over ``zones``; returns how many CPUs are still needed. With fewer
+        sockets than NUMA nodes (sub-NUMA clustering) it goes by socket first: whole free sockets,
+        and zones in the order of their sockets' free CPUs."""
+        socket = self._socket_of()
+        if socket:
+            for s in sorted({socket[n] for n in zones if n in socket}, key=lambda s: (self._socket_cpus(s, zones), s)):
+                members = [n for n in self.cpu_ids if socket[n] == s]
+                size = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in members)
+                free = all(n in zones and self._cpus_of(n) == int(self.capacity[n].get(CPU, 0)) for n in members)
+                if free and left >= size:  # a free socket
+                    for n in members:
+                        self._take(n, self._cpus_of(n), whole=True)
+                        used[n] = used.get(n, 0) + int(self.capacity[n].get(CPU, Decimal(0)))
+                    left -= size
+        for n in self._packing_order(zones):
             size = int(self.capacity[n].get(CPU, Decimal(0)))
             if size and self._cpus_of(n) == size and left >= size:  # a free zone
                 self._take(n, size, whole=True)
@@ -248,20 +261,47 @@ class NodeState:
                 left -= size
         # The pod's reusable CPUs (its init containers') are in the pool like free ones.
         if self.threads:
-            for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+            for n in self._packing_order(zones):
                 whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
                 cores = min(left // self.threads, whole)
                 if cores > 0:
                     self._take(n, cores * self.threads, whole=True)
                     used[n] = used.get(n, 0) + cores * self.threads
                     left -= cores * self.threads
-        for n in sorted(zones, key=lambda n: (self._cpus_of(n), n)):
+        for n in self._packing_order(zones):
             take = min(left, self._cpus_of(n))
             if take:
                 self._take(n, take, whole=False)
                 used[n] = used.get(n, 0) + take
                 left -= take
         return left
+
+    def _socket_of(self) -> dict[int, int]:
+        """CPU zone -> socket when the published sockets are fewer than the CPU zones (the
+        allocator then goes by socket first); else empty."""
+        socket = {z.numa: z.socket for z in self.node.zones if z.numa in self.cpu_ids}
+        if any(s is None for s in socket.values()) or len(set(socket.values())) >= len(socket):
+            return {}
+        return {n: s for n, s in socket.items() if s is not None}
+
+    def _socket_cpus(self, s: int, zones: Sequence[int]) -> int:
+        socket = self._socket_of()
+        return sum(self._cpus_of(n) for n in zones if socket.get(n) == s)
+
+    def _packing_order(self, zones: Sequence[int]) -> list[int]:
+        """The zones as the allocator looks at them: fewest CPUs to take first (the fullest), or
+        with sockets first, by their socket's fewest, then their own."""
+        socket = self._socket_of()
+        if not socket:
+            return sorted(zones, key=lambda n: (self._cpus_of(n), n))
+        return sorted(
+            zones,
+            key=lambda n: (
+                (self._socket_cpus(socket[n], zones), socket[n], self._cpus_of(n), n)
+                if n in socket
+                else (0, -1, self._cpus_of(n), n)
+            ),
+        )
 
     def _take_packed_in(self, n: int, cpus: int) -> None:
         """``cpus`` of zone ``n`` as the packed allocator takes them within one zone: whole cores

@@ -331,6 +331,19 @@ def other_checkouts_running() -> bool:
     )
 
 
+def _drop_dead_shim_sockets(point: Path) -> None:
+    """containerd's shims leave their sockets in ``<point>/s`` when a node is killed rather than
+    stopped; with no node left they are dead (nothing else but sockets is removed)."""
+    shims = point / "s"
+    if not shims.is_dir():
+        return
+    for entry in shims.iterdir():
+        if entry.is_socket():
+            entry.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        shims.rmdir()
+
+
 def release_host(nodes_dir: Path) -> None:
     """After the last node: remove the mount points :func:`claim_host` created (if still empty)
     and restore ip_forward; left as they are while another checkout's nodes still use them."""
@@ -342,6 +355,7 @@ def release_host(nodes_dir: Path) -> None:
         return
     state = json.loads(state_file.read_text())
     for point in reversed(state.get("created", [])):
+        _drop_dead_shim_sockets(Path(point))
         try:
             os.rmdir(point)
         except FileNotFoundError:

@@ -14,15 +14,13 @@ pods admitted, devices in use at the end, and stranded devices (free GPUs none o
 the 2 CPUs the smallest pod asks for: no pod of the stream can have them).
 """
 
-import asyncio
 import random
-import time
 from pathlib import Path
 from typing import Any
 
-from bench import placement, scheduler_plugins
-from bench.harness import BENCH_LABEL, Harness
-from bench.realnodes import create_pool, real_scenario
+from bench import ownpool, scheduler_plugins
+from bench.harness import BENCH_LABEL
+from bench.ownpool import OwnPool
 from testkit.realnode import NodeDevices, workload_pod
 from testkit.simulated_kubelet import GPU
 
@@ -49,49 +47,19 @@ def gpu_pods(count: int, scheduler: str, tag: str, seed: int) -> list[dict[str, 
     return pods
 
 
-async def gpu_scenario(h: Harness, count: int, full: bool) -> dict[str, Any]:
-    """The scenario on ``count`` new real nodes with GPUs, removed at the end."""
-    started = time.monotonic()
-    pool = await asyncio.to_thread(create_pool, count, "single-numa-node", DEVICES)
-    created = round(time.monotonic() - started, 1)
-    try:
-        await asyncio.to_thread(pool.start_exporters, False)
-        out = await real_scenario(
-            h,
-            pool,
-            policy="single-numa-node",
-            pods=round(count * PODS_PER_NODE),
-            repeats=5 if full else 3,
-            stale=False,
-            burst=10,
-            interval=0.25,
-            schedulers=SCHEDULERS,
-            make_pods=gpu_pods,
-            node_shape=NODE_SHAPE,
-        )
-    finally:
-        await asyncio.to_thread(pool.remove)
-    return out | {
-        "pod_shape": "1-2 GPUs and 2-6 integral CPUs (1 GiB each)",
-        "devices_per_node": 2 * GPUS_PER_ZONE,
-        "stranded_below_cpus": min(CPU_CHOICES),
-        "created_seconds": created,
-        "total_seconds": round(time.monotonic() - started, 1),
-    }
+SCENARIO = OwnPool(
+    section="devices",
+    pods_per_node=PODS_PER_NODE,
+    schedulers=SCHEDULERS,
+    node_shape=NODE_SHAPE,
+    pod_shape="1-2 GPUs and 2-6 integral CPUs (1 GiB each)",
+    make_pods=gpu_pods,
+    devices=DEVICES,
+    strategies=STRATEGIES,
+    extra={"devices_per_node": 2 * GPUS_PER_ZONE, "stranded_below_cpus": min(CPU_CHOICES)},
+)
 
 
 def run(kubeconfig: Path, work: Path, full: bool, real_nodes: int) -> dict[str, Any]:
-    """The GPU scenario on ``real_nodes`` real nodes, with every scheduler it compares (``results.json``'s
-    ``devices``)."""
-
-    logs = work / "devices"  # beside the other sections' logs of the same names
-    logs.mkdir(parents=True, exist_ok=True)
-
-    async def main() -> dict[str, Any]:
-        async with Harness(kubeconfig, logs) as h:
-            for profile, strategy in STRATEGIES.items():
-                await h.start_toposched(["--strategy", strategy], profile=profile)
-            await placement.start_schedulers(h)
-            return await gpu_scenario(h, real_nodes, full)
-
-    return asyncio.run(main())
+    """The GPU scenario (``results.json``'s ``devices``)."""
+    return ownpool.run(kubeconfig, work, SCENARIO, full, real_nodes)

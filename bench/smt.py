@@ -11,14 +11,11 @@ option sends them anyway. kube-scheduler alone, toposched and scheduler-plugins'
 three runs each (five with ``--full``); rejections counted by the kubelet's reason.
 """
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
-from bench import placement, scheduler_plugins
-from bench.harness import Harness
-from bench.realnodes import create_pool, real_scenario
+from bench import ownpool, scheduler_plugins
+from bench.ownpool import OwnPool
 from testkit.realnode import KubeletSettings, Topology
 
 TOPOLOGY = Topology.uniform(zones=2, cores_per_zone=4, threads_per_core=2, memory_per_zone="32Gi")
@@ -31,42 +28,17 @@ SCHEDULERS = ("plain", "toposched", scheduler_plugins.NUMA)
 PODS_PER_NODE = 4.5
 
 
-async def smt_scenario(h: Harness, count: int, full: bool) -> dict[str, Any]:
-    """The scenario on ``count`` new real nodes, removed at the end."""
-    started = time.monotonic()
-    pool = await asyncio.to_thread(create_pool, count, "single-numa-node", None, TOPOLOGY, SETTINGS)
-    created = round(time.monotonic() - started, 1)
-    try:
-        await asyncio.to_thread(pool.start_exporters, False)
-        out = await real_scenario(
-            h,
-            pool,
-            policy="single-numa-node",
-            pods=round(count * PODS_PER_NODE),
-            repeats=5 if full else 3,
-            stale=False,
-            burst=10,
-            interval=0.25,
-            schedulers=SCHEDULERS,
-            node_shape=NODE_SHAPE,
-        )
-    finally:
-        await asyncio.to_thread(pool.remove)
-    return out | {
-        "pod_shape": "1-6 integral CPUs (4 GiB each)",
-        "created_seconds": created,
-        "total_seconds": round(time.monotonic() - started, 1),
-    }
+SCENARIO = OwnPool(
+    section="smt",
+    pods_per_node=PODS_PER_NODE,
+    schedulers=SCHEDULERS,
+    node_shape=NODE_SHAPE,
+    pod_shape="1-6 integral CPUs (4 GiB each)",
+    topology=TOPOLOGY,
+    settings=SETTINGS,
+)
 
 
 def run(kubeconfig: Path, work: Path, full: bool, real_nodes: int) -> dict[str, Any]:
-    """The scenario on ``real_nodes`` real nodes (``results.json``'s ``smt``)."""
-    logs = work / "smt"
-    logs.mkdir(parents=True, exist_ok=True)
-
-    async def main() -> dict[str, Any]:
-        async with Harness(kubeconfig, logs) as h:
-            await placement.start_schedulers(h)
-            return await smt_scenario(h, real_nodes, full)
-
-    return asyncio.run(main())
+    """The scenario (``results.json``'s ``smt``)."""
+    return ownpool.run(kubeconfig, work, SCENARIO, full, real_nodes)

@@ -373,3 +373,14 @@ def test_align_by_socket_takes_cpus_from_the_affinitys_whole_socket_first() -> N
     state = NodeState(two_sockets(align_by_socket=True))
     # Socket 1 has 4 free (zones 2 and 3, zone 3 outside the affinity): the fifth spills to zone 0.
     assert state.take_cpus(5, mask(2), init=False) == (0, 2, 3)
+
+
+def test_with_fewer_sockets_than_zones_the_allocator_goes_by_socket_first() -> None:
+    """Sub-NUMA clustering (zones 0-1 on socket 0, 2-3 on socket 1): the socket with the fewest
+    free CPUs first (socket 1: 5), its fullest zone first; by zone alone it would be zones 2 then 0."""
+    zones: list[dict[str, str | int]] = [{"cpu": 2}, {"cpu": 4}, {"cpu": 1}, {"cpu": 4}]
+    base = node(zones, "best-effort", "container", "static", "None", capacity=[{"cpu": 4}] * 4)
+    by_zone = NodeState(base)
+    by_socket = NodeState(replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones)))
+    assert by_zone.take_cpus(3, None, init=False) == (0, 2)
+    assert by_socket.take_cpus(3, None, init=False) == (2, 3)

@@ -88,6 +88,10 @@ class NodeState:
         self._devices: dict[str, DeviceGroups] = {}
         self._pinned: tuple[object, list[Hint]] | None = None
         """The last memory hints and what they were for (the Memory Manager's state unchanged since)."""
+        self.socket = {z.numa: z.socket for z in node.zones if z.numa in self.cpu_ids and z.socket is not None}
+        """CPU zone -> its socket, where the NRT says."""
+        self.sockets_first = len(self.socket) == len(self.cpu_ids) and len(set(self.socket.values())) < len(self.socket)
+        """Fewer sockets than NUMA nodes (sub-NUMA clustering): the packed allocator goes by socket first."""
         self.threads = node.threads_per_core or 0
         if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
             self.threads = 0  # whole cores unknown: CPUs are counted singly
@@ -165,7 +169,7 @@ class NodeState:
         kubelet counts them (its NUMA nodes with CPUs over its sockets, rounded down)."""
         if ALIGN_BY_SOCKET not in self.node.cpu_options:
             return None, 0
-        socket = {z.numa: z.socket for z in self.node.zones if z.numa in self.cpu_ids}
+        socket = self.socket
         spans = np.array(
             [len({socket[self.ids[p]] for p in m if self.ids[p] in socket}) for m in masks.positions], dtype=np.int64
         )
@@ -177,9 +181,8 @@ class NodeState:
         within = [n for n in self.ids if affinity is None or n in bits(affinity)]
         if affinity is None or ALIGN_BY_SOCKET not in self.node.cpu_options:
             return within
-        socket = {z.numa: z.socket for z in self.node.zones}
-        sockets = {socket[n] for n in within if n in self.cpu_ids}
-        return [n for n in self.ids if n in within or (n in self.cpu_ids and socket[n] in sockets)]
+        sockets = {self.socket[n] for n in within if n in self.socket}
+        return [n for n in self.ids if n in within or self.socket.get(n, -1) in sockets]
 
     def check_smt_alignment(self, request: int) -> None:
         """full-pcpus-only: a request the kubelet refuses with SMTAlignmentError -- not whole cores,
@@ -200,8 +203,8 @@ class NodeState:
         worth is needed, then single CPUs, both from the fullest zones first (and within a zone,
         the halves of used cores before whole ones). With ``distribute-cpus-across-numa``: spread
         as ``distribute.spread`` decides. The pod's init containers' CPUs count as free ones.
-        Returns the zones they came from. (Each zone is taken to be its own socket, which is what
-        the allocator does when sockets are no fewer than NUMA nodes.)"""
+        Returns the zones they came from. (With fewer sockets than NUMA nodes, whole sockets and
+        sockets' order come first: ``_pack``.)"""
         used: dict[int, int] = {}
         left = request
         within = self._aligned_zones(affinity)
@@ -242,8 +245,8 @@ class NodeState:
         """The packed allocator over ``zones``; returns how many CPUs are still needed. With fewer
         sockets than NUMA nodes (sub-NUMA clustering) it goes by socket first: whole free sockets,
         and zones in the order of their sockets' free CPUs."""
-        socket = self._socket_of()
-        if socket:
+        socket = self.socket
+        if self.sockets_first:
             for s in sorted({socket[n] for n in zones if n in socket}, key=lambda s: (self._socket_cpus(s, zones), s)):
                 members = [n for n in self.cpu_ids if socket[n] == s]
                 size = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in members)
@@ -276,23 +279,14 @@ class NodeState:
                 left -= take
         return left
 
-    def _socket_of(self) -> dict[int, int]:
-        """CPU zone -> socket when the published sockets are fewer than the CPU zones (the
-        allocator then goes by socket first); else empty."""
-        socket = {z.numa: z.socket for z in self.node.zones if z.numa in self.cpu_ids}
-        if any(s is None for s in socket.values()) or len(set(socket.values())) >= len(socket):
-            return {}
-        return {n: s for n, s in socket.items() if s is not None}
-
     def _socket_cpus(self, s: int, zones: Sequence[int]) -> int:
-        socket = self._socket_of()
-        return sum(self._cpus_of(n) for n in zones if socket.get(n) == s)
+        return sum(self._cpus_of(n) for n in zones if self.socket.get(n) == s)
 
     def _packing_order(self, zones: Sequence[int]) -> list[int]:
         """The zones as the allocator looks at them: fewest CPUs to take first (the fullest), or
         with sockets first, by their socket's fewest, then their own."""
-        socket = self._socket_of()
-        if not socket:
+        socket = self.socket
+        if not self.sockets_first:
             return sorted(zones, key=lambda n: (self._cpus_of(n), n))
         return sorted(
             zones,

@@ -31,7 +31,9 @@ def largest_nrt(name: str, owner_uid: str | None = None) -> dict[str, Any]:
     zone: dict[str, Figures] = {"cpu": (64, 64, 32), "memory": ("256Gi", "250Gi", "200Gi")}
     zone |= {f"example.com/device-{i:02d}": (8, 8, 4) for i in range(DEVICES)}
     distances = [[10 if i == j else 11 + (i + j) % 200 for j in range(MAX_ZONES)] for i in range(MAX_ZONES)]
-    return nrt_body(name, [zone] * MAX_ZONES, distances=distances, owner_uid=owner_uid)
+    # A machine of more than 8 NUMA nodes runs its Topology Manager only with max-allowable-numa-nodes.
+    options = {"topologyManagerPolicyOptions": f"max-allowable-numa-nodes={MAX_ZONES}"}
+    return nrt_body(name, [zone] * MAX_ZONES, distances=distances, owner_uid=owner_uid, attributes=options)
 
 
 async def changing(

@@ -63,6 +63,16 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"at the end {alone['devices_in_use_share']['median']:.0%} / {tp['devices_in_use_share']['median']:.0%} "
             f"/ {sp['devices_in_use_share']['median']:.0%}."
         )
+    smt_nodes = results.get("smt")
+    if smt_nodes:
+        alone, tp, sp = smt_nodes["plain"], smt_nodes["toposched"], smt_nodes["sp-numa"]
+        lines.append(
+            f"- full-pcpus-only SMT nodes judged by real kubelets ({smt_nodes['nodes']} real nodes, "
+            f"{smt_nodes['pods']} pods, median of {smt_nodes['repeats']} runs): kubelet rejections "
+            f"{alone['topology_affinity_errors']['median']:g} alone, {tp['topology_affinity_errors']['median']:g} "
+            f"toposched, {sp['topology_affinity_errors']['median']:g} scheduler-plugins; pods admitted "
+            f"{alone['placed']['median']:g} / {tp['placed']['median']:g} / {sp['placed']['median']:g}."
+        )
     frag = results.get("fragmentation_single_numa_node")
     if frag:
         lines.append(

@@ -1,7 +1,7 @@
 """``python -m testkit.chaos``: a fault run (root: it starts real kubelet nodes); prints each fault
 and its recovery, then one line; ``--json`` writes the figures. Exit status 1 when a goal is missed
 (a TopologyAffinityError, a blind pass, a recovery above 5 s, the extender's RSS up by more than
-10 %, a traceback)."""
+10 % once every kind of fault has happened, a traceback)."""
 
 import argparse
 import asyncio

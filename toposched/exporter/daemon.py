@@ -52,6 +52,13 @@ be current again within a few seconds of the apiserver being back."""
 STATE_FILES = (checkpoints.CPU_STATE, checkpoints.MEMORY_STATE, checkpoints.DEVICE_STATE)
 PLUGIN_DIR = "device-plugins"
 """The device plugins' sockets, under the kubelet's state dir."""
+CONFIRM_POLL = 0.1
+"""Seconds before a changed List is read again to confirm it. The kubelet admits a pod manager by
+manager (devices, then CPUs, then memory), and List shows each part as it is made: a List read in
+between lists the pod (so the pods fingerprint counts it) without its CPUs, which would then look
+free. A List is published once two reads in a row agree."""
+CONFIRM_WITHIN = 1.0
+"""A List that still changes after this long is published anyway (a node admitting pods without pause)."""
 PLUGIN_SETTLE = 3.0
 """Seconds during which every poll reads the allocatable list again after a plugin's socket came
 or went: the kubelet drops a stopped plugin's devices when their stream ends, a moment after its
@@ -66,6 +73,8 @@ class Exporter:
         self.change_seen: float | None = None
         self.pods: list[PodUse] | None = None
         self.pods_digest: int | None = None
+        self.unconfirmed: tuple[int, float] | None = None
+        """A changed List waiting for the next read to agree (its digest, when first seen)."""
         self.allocatable: Allocatable | None = None
         self.allocatable_stale = True
         """Read the allocatable list again at the next poll: devices come and go (health, plugins)."""
@@ -127,8 +136,19 @@ class Exporter:
                 delay = max(0.1, self.settings.list_interval)  # at most 10 calls per second
                 digest = hash(tuple(pods))
                 if digest != self.pods_digest:
-                    self.pods, self.pods_digest = pods, digest
-                    self.mark_changed("PodResources List changed")
+                    now = time.monotonic()
+                    if self.pods_digest is None or (  # the first List: publish from it at once
+                        self.unconfirmed is not None
+                        and (self.unconfirmed[0] == digest or now - self.unconfirmed[1] >= CONFIRM_WITHIN)
+                    ):
+                        self.pods, self.pods_digest, self.unconfirmed = pods, digest, None
+                        self.mark_changed("PodResources List changed")
+                    else:
+                        if self.unconfirmed is None or self.unconfirmed[0] != digest:
+                            self.unconfirmed = (digest, self.unconfirmed[1] if self.unconfirmed else now)
+                        delay = CONFIRM_POLL
+                else:
+                    self.unconfirmed = None
             except PodResourcesError as exc:
                 API_FAILURES.labels("podresources").inc()
                 if self.podresources_ok:

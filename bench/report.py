@@ -38,6 +38,12 @@ def _range(v: dict[str, float], fmt: str = "{:g}") -> str:
     return f"{fmt.format(v['median'])} ({fmt.format(v['min'])}-{fmt.format(v['max'])})"
 
 
+def _three(sc: dict[str, Any], metric: str, fmt: str = "{:g}") -> str:
+    """kube-scheduler alone / toposched / scheduler-plugins: the medians of ``metric``."""
+    alone, tp, sp = (fmt.format(sc[name][metric]["median"]) for name in ("plain", "toposched", "sp-numa"))
+    return f"{alone} alone / {tp} toposched / {sp} scheduler-plugins"
+
+
 def headline(results: dict[str, Any]) -> list[str]:
     """The figures a reader wants first, each a ratio or a count from the same run."""
     lines = ["## Headline", ""]
@@ -53,25 +59,18 @@ def headline(results: dict[str, Any]) -> list[str]:
         )
     gpus = results.get("devices")
     if gpus:
-        alone, tp, sp = gpus["plain"], gpus["toposched"], gpus["sp-numa"]
         lines.append(
             f"- GPUs judged by real kubelets ({gpus['nodes']} real nodes with {gpus['devices_per_node']} GPUs each, "
             f"{gpus['pods']} pods asking for 1-2, median of {gpus['repeats']} runs): TopologyAffinityErrors "
-            f"{alone['topology_affinity_errors']['median']:g} alone, {tp['topology_affinity_errors']['median']:g} "
-            f"toposched, {sp['topology_affinity_errors']['median']:g} scheduler-plugins; pods admitted "
-            f"{alone['placed']['median']:g} / {tp['placed']['median']:g} / {sp['placed']['median']:g}; GPUs in use "
-            f"at the end {alone['devices_in_use_share']['median']:.0%} / {tp['devices_in_use_share']['median']:.0%} "
-            f"/ {sp['devices_in_use_share']['median']:.0%}."
+            f"{_three(gpus, 'topology_affinity_errors')}; pods admitted {_three(gpus, 'placed')}; GPUs in use at "
+            f"the end {_three(gpus, 'devices_in_use_share', '{:.0%}')}."
         )
     smt_nodes = results.get("smt")
     if smt_nodes:
-        alone, tp, sp = smt_nodes["plain"], smt_nodes["toposched"], smt_nodes["sp-numa"]
         lines.append(
             f"- full-pcpus-only SMT nodes judged by real kubelets ({smt_nodes['nodes']} real nodes, "
             f"{smt_nodes['pods']} pods, median of {smt_nodes['repeats']} runs): kubelet rejections "
-            f"{alone['topology_affinity_errors']['median']:g} alone, {tp['topology_affinity_errors']['median']:g} "
-            f"toposched, {sp['topology_affinity_errors']['median']:g} scheduler-plugins; pods admitted "
-            f"{alone['placed']['median']:g} / {tp['placed']['median']:g} / {sp['placed']['median']:g}."
+            f"{_three(smt_nodes, 'topology_affinity_errors')}; pods admitted {_three(smt_nodes, 'placed')}."
         )
     frag = results.get("fragmentation_single_numa_node")
     if frag:

@@ -384,3 +384,40 @@ def test_with_fewer_sockets_than_zones_the_allocator_goes_by_socket_first() -> N
     by_socket = NodeState(replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones)))
     assert by_zone.take_cpus(3, None, init=False) == (0, 2)
     assert by_socket.take_cpus(3, None, init=False) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("free", "capacity", "sockets", "cpus", "affinity", "zones"),
+    [
+        pytest.param(
+            [1, 3, 3, 1, 2, 0, 3, 1], [2, 3, 3, 1, 2, 0, 3, 1], [0, 0, 1, 1, 2, 2, 3, 3], 4, mask(0, 2), (2, 3),
+            id="seed-23-case-115-a-socket-at-the-average-is-taken-whole",
+        ),
+        pytest.param(
+            [2, 1, 1], [3, 3, 2], [0, 1, 2], 3, None, (0,),
+            id="one-socket-per-zone-the-second-level-takes-a-used-cpu-too",
+        ),
+        pytest.param(
+            [4, 3, 4, 4], [4, 4, 4, 4], [0, 0, 1, 1], 8, None, (2, 3),
+            id="even-sockets-only-a-wholly-free-one",
+        ),
+        pytest.param(
+            [2, 1, 1], [3, 3, 2], [0, 1, 2], 2, None, (1, 2),
+            id="a-socket-larger-than-what-is-needed-is-not-taken",
+        ),
+    ],
+)
+def test_a_free_socket_is_one_with_the_machines_average_of_cpus_free(
+    free: list[int], capacity: list[int], sockets: list[int], cpus: int, affinity: int | None, zones: tuple[int, ...]
+) -> None:
+    """The kubelet's takeFullSockets calls a socket free when as many of its CPUs are available (in
+    the aligned set) as the machine's CPUs over its sockets, and then takes every CPU of the
+    socket. On uneven sockets that takes a socket whose own size is above the average with some of
+    its CPUs used or outside the affinity (seed 23, case 115: 15 CPUs on 4 sockets, so 3 per
+    socket; socket 1 = zones 2-3 with zone 2's 3 CPUs in the affinity took all 4, CPU 8 of zone 3
+    too). It is the first level with fewer sockets than NUMA nodes, else the second."""
+    base = node(
+        [{"cpu": f} for f in free], "best-effort", "pod", "static", "None", capacity=[{"cpu": c} for c in capacity]
+    )
+    state = NodeState(replace(base, zones=tuple(replace(z, socket=sockets[z.numa]) for z in base.zones)))
+    assert state.take_cpus(cpus, affinity, init=False) == zones

@@ -210,7 +210,10 @@ class NodeState:
         within = self._aligned_zones(affinity)
         elsewhere = [n for n in self.ids if n not in within and self._cpus_of(n)]
         spreads = DISTRIBUTE_ACROSS_NUMA in self.node.cpu_options
-        for zones in (within, [n for n in self.ids if n not in within]):
+        # The second pass is the kubelet's second call, over every CPU still allocatable: a zone
+        # of the affinity keeps free CPUs only when a whole socket was taken in its place.
+        for second in (False, True):
+            zones = [n for n in self.ids if n not in within or self._cpus_of(n)] if second else within
             counts = self._spread(zones, left) if spreads else None
             if counts is not None:
                 for n, k in counts.items():
@@ -242,42 +245,66 @@ class NodeState:
         return distribute.spread(available, amount, group, machine, len(self.cpu_ids))
 
     def _pack(self, zones: Sequence[int], left: int, used: dict[int, int]) -> int:
-        """The packed allocator over ``zones``; returns how many CPUs are still needed. With fewer
-        sockets than NUMA nodes (sub-NUMA clustering) it goes by socket first: whole free sockets,
-        and zones in the order of their sockets' free CPUs."""
-        socket = self.socket
-        if self.sockets_first:
-            for s in sorted({socket[n] for n in zones if n in socket}, key=lambda s: (self._socket_cpus(s, zones), s)):
-                members = [n for n in self.cpu_ids if socket[n] == s]
-                size = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in members)
-                free = all(n in zones and self._cpus_of(n) == int(self.capacity[n].get(CPU, 0)) for n in members)
-                if free and left >= size:  # a free socket
-                    for n in members:
-                        self._take(n, self._cpus_of(n), whole=True)
-                        used[n] = used.get(n, 0) + int(self.capacity[n].get(CPU, Decimal(0)))
-                    left -= size
-        for n in self._packing_order(zones):
-            size = int(self.capacity[n].get(CPU, Decimal(0)))
-            if size and self._cpus_of(n) == size and left >= size:  # a free zone
-                self._take(n, size, whole=True)
-                used[n] = used.get(n, 0) + size
-                left -= size
+        """The packed allocator over ``zones`` (one takeByTopology call): at most as many CPUs as
+        the zones hold; returns how many of ``left`` are still needed. Whole free zones and whole
+        free sockets first -- sockets first with fewer sockets than NUMA nodes (sub-NUMA
+        clustering), zones first otherwise -- then whole cores, then single CPUs."""
+        need = min(left, sum(self._cpus_of(n) for n in zones))
+        rest = left - need
+        levels = [self._take_free_zones]
+        if self.socket and len(self.socket) == len(self.cpu_ids):
+            levels.insert(0 if self.sockets_first else 1, self._take_free_sockets)
+        for level in levels:
+            need = level(zones, need, used)
         # The pod's reusable CPUs (its init containers') are in the pool like free ones.
         if self.threads:
             for n in self._packing_order(zones):
                 whole = self.free_cores[n] + self.reusable_cpus.get(n, 0) // self.threads
-                cores = min(left // self.threads, whole)
+                cores = min(need // self.threads, whole)
                 if cores > 0:
                     self._take(n, cores * self.threads, whole=True)
                     used[n] = used.get(n, 0) + cores * self.threads
-                    left -= cores * self.threads
+                    need -= cores * self.threads
         for n in self._packing_order(zones):
-            take = min(left, self._cpus_of(n))
+            take = min(need, self._cpus_of(n))
             if take:
                 self._take(n, take, whole=False)
                 used[n] = used.get(n, 0) + take
-                left -= take
-        return left
+                need -= take
+        return rest + need
+
+    def _take_free_zones(self, zones: Sequence[int], need: int, used: dict[int, int]) -> int:
+        """takeFullNUMANodes: each zone whose CPUs are all free, while at least its size is needed."""
+        for n in self._packing_order(zones):
+            size = int(self.capacity[n].get(CPU, Decimal(0)))
+            if size and self._cpus_of(n) == size and need >= size:
+                self._take(n, size, whole=True)
+                used[n] = used.get(n, 0) + size
+                need -= size
+        return need
+
+    def _take_free_sockets(self, zones: Sequence[int], need: int, used: dict[int, int]) -> int:
+        """takeFullSockets, as the kubelet writes it: a socket counts as free when as many of its
+        CPUs are in ``zones`` as the machine has CPUs per socket on average (not its own size), and
+        taking it takes every CPU of the socket -- on uneven sockets, also CPUs of other zones and
+        used ones (an oracle finding: seed 23, case 115)."""
+        socket = self.socket
+        average = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids) // len(set(socket.values()))
+        if self.sockets_first:
+            order = sorted({socket[n] for n in zones if n in socket and self._cpus_of(n)},
+                           key=lambda s: (self._socket_cpus(s, zones), s))  # fmt: skip
+        else:  # one socket per zone: the zones' order
+            order = [socket[n] for n in self._packing_order(zones) if n in socket and self._cpus_of(n)]
+        for s in order:
+            members = [n for n in self.cpu_ids if socket[n] == s]
+            size = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in members)
+            if self._socket_cpus(s, zones) != average or need < size:
+                continue
+            for n in members:
+                self._take(n, self._cpus_of(n), whole=True)
+                used[n] = used.get(n, 0) + int(self.capacity[n].get(CPU, Decimal(0)))
+            need -= size
+        return need
 
     def _socket_cpus(self, s: int, zones: Sequence[int]) -> int:
         return sum(self._cpus_of(n) for n in zones if self.socket.get(n) == s)

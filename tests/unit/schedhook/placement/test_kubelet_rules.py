@@ -406,7 +406,7 @@ def test_with_fewer_sockets_than_zones_the_allocator_goes_by_socket_first() -> N
             id="a-socket-larger-than-what-is-needed-is-not-taken",
         ),
     ],
-)
+)  # fmt: skip
 def test_a_free_socket_is_one_with_the_machines_average_of_cpus_free(
     free: list[int], capacity: list[int], sockets: list[int], cpus: int, affinity: int | None, zones: tuple[int, ...]
 ) -> None:

@@ -125,7 +125,7 @@ class SchedhookSettings(Settings):
         Setting(
             "--bind-wait",
             env="TOPOSCHED_BIND_WAIT",
-            help="seconds a filter waits for the binds of earlier pods, so it sees their NUMA reservations",
+            help="the most seconds a filter waits for earlier pods' binds, so it sees their NUMA reservations",
         ),
     ] = 0.25
     no_remediation: Annotated[

@@ -7,7 +7,7 @@ their zones were predicted (``bindorder``), and remembers AppGroup members being
 watch shows them (so the next member is placed near them).
 
 kube-scheduler binds asynchronously: the next pod's filter can arrive before the previous pod's
-bind, hence the wait (up to ``bind_wait``).
+bind, hence the wait -- only for binds that can still come (``bindwait``), at most ``bind_wait``.
 """
 
 import asyncio
@@ -27,6 +27,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from toposched.apis.constants import APPGROUP_LABEL, NUMA_ZONES_ANNOTATION, SCHEDHOOK_COMPONENT, WORKLOAD_LABEL
 from toposched.kube import events, rest
 from toposched.schedhook.extender.bindorder import NodeBindOrder
+from toposched.schedhook.extender.bindwait import BindWindows
 from toposched.schedhook.extender.knowledge import MISSING, STALE, Knowledge
 from toposched.schedhook.extender.reservations import Accounting, Ledger, Reservation
 from toposched.schedhook.extender.snapshots import SnapshotBuilder
@@ -96,8 +97,8 @@ class Binder:
         self._moved = store.pods.reader()
         self.filtered: OrderedDict[str, Filtered] = OrderedDict()
         """Per pod uid, the latest filter (at most ``KEEP_RESULTS``)."""
-        self.unbound: dict[str, float] = {}
-        """Pods answered with fitting nodes whose bind has not arrived yet (uid -> when)."""
+        self.unbound = BindWindows(bind_wait)
+        """Pods answered with fitting nodes whose bind has not arrived yet, and how long each is awaited."""
         self.binding: dict[str, tuple[Placed, float]] = {}
         """AppGroup members being bound (namespace/name -> where, since when) until the watch shows them."""
         self.bind_order = NodeBindOrder()
@@ -169,7 +170,7 @@ class Binder:
         results = self.evaluate(pod, names)
         self._report_rejected()
         if results.pod_error is None and results.fitting():
-            self.unbound[uid] = time.monotonic()
+            self.unbound.answer(uid, time.monotonic())
         return results
 
     def scores(self, pod: dict[str, Any], names: Sequence[str]) -> list[int]:
@@ -184,7 +185,7 @@ class Binder:
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
         """Bind the pod to ``node``, recording the NUMA zones predicted for it; "" or why it failed."""
-        self.unbound.pop(uid, None)
+        self.unbound.bound(uid, time.monotonic())
         kept = self.filtered.pop(uid, None)
         if kept is None or not kept.results.has(node):
             # Filtered long ago (a slow binding cycle) or by an earlier process: evaluate again.
@@ -231,18 +232,16 @@ class Binder:
 
     async def _await_earlier_binds(self, uid: str) -> None:
         started = time.monotonic()
-        deadline = started + self.bind_wait
         while True:
             now = time.monotonic()
-            for other, since in list(self.unbound.items()):
-                if now - since > self.bind_wait:
-                    del self.unbound[other]  # the scheduler did not bind it (another plugin, deletion...)
-            if not any(other != uid for other in self.unbound) or now >= deadline:
+            deadline = self.unbound.deadline(uid, now)
+            if deadline is None:
                 break
             self._bind_arrived.clear()
             try:
                 await asyncio.wait_for(self._bind_arrived.wait(), deadline - now)
             except TimeoutError:
+                self.unbound.closed(uid, time.monotonic())
                 break
         BIND_WAIT.observe(time.monotonic() - started)
 

@@ -185,14 +185,16 @@ class Harness:
             proc.kill()
         self.processes.remove(proc)
 
-    async def start_toposched(self, extra: Sequence[str] = (), profile: str = "toposched") -> int:
+    async def start_toposched(
+        self, extra: Sequence[str] = (), profile: str = "toposched", ready_within: float = 60
+    ) -> int:
         """The extender (ready once its cache synced), then kube-scheduler with the shipped profile
         (renamed to ``profile``, so variants can run side by side). Returns the extender's metrics port."""
         port, metrics = free_port(), free_port()
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
         args += ["--metrics-port", str(metrics), "--no-remediation", *schedhook_tls_args(self.pki), *extra]
         self._start(args, f"extender-{profile}.log")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + ready_within
         while not await asyncio.to_thread(ready, port, self.pki):
             if time.monotonic() > deadline:
                 raise SetupError(f"the extender did not become ready; see {self.work / f'extender-{profile}.log'}")
@@ -310,31 +312,40 @@ class Harness:
 
 
 def scrape(port: int) -> dict[str, Any]:
-    """Mean latency and count per extender verb, and of the filters' wait for earlier binds."""
+    """Per extender verb, and for the filters' wait for earlier binds (``bind_wait``) and the
+    answer-to-bind lag (``bind_lag``): count, mean and p99 bucket; and the counters (``_total``)
+    by name, such as ``bind_waits_in_vain``."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
     buckets: dict[str, list[tuple[float, float]]] = {}
+    totals: dict[str, int] = {}
     for line in text.splitlines():
         if not line.startswith("toposched_extender_"):
             continue
         name, value = line.rsplit(" ", 1)
-        verb = name.split('verb="')[1].split('"')[0] if 'verb="' in name else "bind_wait"
-        if "_sum" in name:
-            sums[verb] = float(value)
-        elif "_count" in name:
-            counts[verb] = float(value)
-        elif "_bucket" in name:
+        metric = name.split("{")[0].removeprefix("toposched_extender_")
+        if metric.endswith("_total"):
+            totals[metric.removesuffix("_total")] = int(float(value))
+            continue
+        base = metric.rsplit("_", 1)[0].removesuffix("_seconds")  # bind_wait_seconds_sum -> bind_wait
+        key = name.split('verb="')[1].split('"')[0] if 'verb="' in name else base
+        if metric.endswith("_sum"):
+            sums[key] = float(value)
+        elif metric.endswith("_count"):
+            counts[key] = float(value)
+        elif metric.endswith("_bucket"):
             le = name.split('le="')[1].split('"')[0]
-            buckets.setdefault(verb, []).append((float(le), float(value)))
-    out = {}
-    for verb, total in sums.items():
-        n = counts.get(verb, 0)
-        out[verb] = {
+            buckets.setdefault(key, []).append((float(le), float(value)))
+    out: dict[str, Any] = {}
+    for key, total in sums.items():
+        n = counts.get(key, 0)
+        out[key] = {
             "count": int(n),
             "mean_ms": round(1000 * total / n, 2) if n else 0.0,
-            "p99_le_ms": _bucket_quantile(buckets.get(verb, []), n, 0.99),
+            "p99_le_ms": _bucket_quantile(buckets.get(key, []), n, 0.99),
         }
+    out.update(totals)
     return out
 
 

@@ -90,9 +90,10 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"with toposched vs {net['plain']['total_cost']['median']:.0f} alone (ratio {ratio:.2f})."
         )
     for size, sc in (results.get("scale") or {}).items():
-        if "plain" not in sc:  # a results file from before the repeated runs
-            continue
-        tp, alone, sp = sc["toposched"], sc["plain"], sc.get("sp-numa")
+        tp, alone, sp = sc.get("toposched") or {}, sc.get("plain") or {}, sc.get("sp-numa")
+        if not {"throughput_ratio", "stream_p99_ms"} <= tp.keys() or "stream_p99_ms" not in alone:
+            continue  # skipped, stopped early, or a results file from before the repeated runs
+        sp = sp if sp and {"pods_per_second", "stream_p99_ms"} <= sp.keys() else None
         lines.append(
             f"- {size} nodes, median of {sc['repeats']} runs: {tp['pods_per_second']['median']:g} pods/s with "
             f"toposched vs {alone['pods_per_second']['median']:g} alone (ratio {_range(tp['throughput_ratio'])})"
@@ -408,58 +409,226 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
     return [*lines, "![CDF of the network cost per pod pair](network.png)", ""]
 
 
+def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares line through ``points`` (x, y): (slope, intercept); None below two sizes."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return slope, my - slope * mx
+
+
+def _curve(sizes: dict[str, Any], get: Any) -> list[tuple[float, float]]:
+    """(nodes, figure) over the two-NUMA sizes where ``get`` finds the figure."""
+    out = []
+    for sc in sizes.values():
+        if sc.get("shape", "two-numa") != "two-numa":
+            continue
+        try:
+            value = get(sc)
+        except (KeyError, TypeError, IndexError):
+            continue
+        if value is not None:
+            out.append((float(sc["nodes"]), float(value)))
+    return sorted(out)
+
+
+CURVES: dict[str, tuple[str, dict[str, Any]]] = {
+    "throughput": (
+        "backlog pods/s (median)",
+        {name: (lambda sc, n=name: sc[n]["pods_per_second"]["median"]) for name in ("plain", "toposched", "sp-numa")},
+    ),
+    "stream_p99": (
+        "paced stream creation -> bound p99 (ms)",
+        {name: (lambda sc, n=name: sc[n]["stream_p99_ms"]["median"]) for name in ("plain", "toposched", "sp-numa")},
+    ),
+    "filter_p99": (
+        "extender filter + prioritize p99 over HTTPS (ms)",
+        {
+            "workload pod": lambda sc: sc["extender_http"]["filter_and_prioritize_ms"]["p99"],
+            "new shape": lambda sc: sc["extender_http"]["filter_and_prioritize_new_shape_ms"]["p99"],
+        },
+    ),
+    "rss": (
+        "RSS (MiB)",
+        {
+            "extender": lambda sc: sc["footprint"]["extender"]["rss_mib"],
+            "operator, 1,000 AppGroups": lambda sc: sc["footprint"]["operator"]["rss_mib"],
+        },
+    ),
+    "ready": (
+        "extender cold start -> Ready (s)",
+        {"extender": lambda sc: sc["footprint"]["extender"]["ready_seconds"]},
+    ),
+}
+
+
 def scale(results: dict[str, Any], plots: Path) -> list[str]:
-    sizes = {k: v for k, v in (results.get("scale") or {}).items() if "plain" in v}
+    sizes = {k: v for k, v in (results.get("scale") or {}).items() if isinstance(v, dict) and "nodes" in v}
     if not sizes:
         return []
     lines = [
         "## Scale",
         "",
-        "Throughput from a backlog (pods created before the scheduler starts) and creation -> bound",
-        "latency of a paced stream, on kwok nodes with static two-NUMA NRTs. The schedulers take turns",
-        "run after run; each figure is the median over the runs (min-max), each ratio is a run's rate",
-        "against kube-scheduler alone's run just before it.",
+        "A curve over cluster sizes on kwok nodes with static NRTs (two NUMA zones; one size with eight",
+        "zones, GPUs and NICs). Throughput from a backlog (pods created before the scheduler starts) and",
+        "creation -> bound latency of a paced stream. The schedulers take turns run after run; each",
+        "figure is the median over the runs (min-max), each ratio is a run's rate against kube-scheduler",
+        "alone's run just before it. Stalls: the stream's filters that waited for a bind that did not",
+        "come, of all its filters.",
         "",
         "| nodes | backlog pods | stream pods/s | runs | scheduler | pods/s | ratio to alone | stream median ms "
-        "| stream p99 ms |",
-        "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| stream p99 ms | stalls |",
+        "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
+    notes = []
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for size, sc in sizes.items():
-        for name in sc["schedulers"]:
-            r = sc[name]
+        if "skipped" in sc:
+            notes.append(f"- {size} nodes ({sc['shape']}): not attempted: {sc['skipped']}.")
+            continue
+        if "stopped" in sc:
+            notes.append(
+                f"- {size} nodes ({sc['shape']}): stopped at {sc['stopped']['step']}: {sc['stopped']['reason']}."
+            )
+        for name in sc.get("schedulers", []):
+            r = sc.get(name) or {}
+            if "pods_per_second" not in r:
+                continue
             ratio = _range(r["throughput_ratio"]) if "throughput_ratio" in r else "1"
+            stream = (
+                f"| {_range(r['stream_median_ms'], '{:.0f}')} | {_range(r['stream_p99_ms'], '{:.0f}')} "
+                if "stream_p99_ms" in r
+                else "| - | - "
+            )
+            stalls = f"{sum(r['stream_stalls'])} of {sum(r['stream_filters'])}" if "stream_stalls" in r else "-"
             lines.append(
                 f"| {size} | {sc['backlog_pods']} | {sc['stream_rate_per_second']:g} | {sc['repeats']} "
-                f"| {LABELS[name]} | {_range(r['pods_per_second'])} | {ratio} "
-                f"| {_range(r['stream_median_ms'], '{:.0f}')} | {_range(r['stream_p99_ms'], '{:.0f}')} |"
+                f"| {LABELS[name]} | {_range(r['pods_per_second'])} | {ratio} {stream}| {stalls} |"
             )
-            values = r["latencies_ms"]
-            ys = [(i + 1) / len(values) for i in range(len(values))]
-            style = "-" if size == next(iter(sizes)) else "--"
-            ax.plot(values, ys, style, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
+            if "latencies_ms" in r:
+                values = r["latencies_ms"]
+                ys = [(i + 1) / len(values) for i in range(len(values))]
+                style = "-" if size == next(iter(sizes)) else "--"
+                ax.plot(values, ys, style, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
     ax.set_xlabel("creation -> bound (ms), the run with the median p99")
     ax.set_ylabel("fraction of pods")
     ax.set_xscale("log")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(plots / "latency.png", dpi=110)
     plt.close(fig)
-    lines += ["", "![creation to bound latency](latency.png)", ""]
+    lines += ["", *notes, "", "![creation to bound latency](latency.png)", ""]
+    lines += _scale_curves(sizes, plots)
+    lines += _scale_goals(sizes)
     lines += ["### Footprint", "", "| process | figure |", "| --- | ---: |"]
     for size, sc in sizes.items():
-        op = sc["footprint"]["operator"]
-        lines.append(
-            f"| operator, {op['appgroups']} AppGroups ({op['with_status']} with a status after 5 min), "
-            f"{size} nodes | {op['rss_mib']} MiB RSS |"
-        )
-        lines.append(f"| extender, {size} nodes with NRTs | {sc['footprint']['extender']['rss_mib']} MiB RSS |")
-        for verb, v in sorted(sc.get("extender_requests", {}).items()):
+        fp = sc.get("footprint") or {}
+        op, ex = fp.get("operator"), fp.get("extender")
+        if op:
             lines.append(
-                f"| extender {verb} during the last backlog, mean (p99 bucket) "
-                f"| {v['mean_ms']} ms (<= {v['p99_le_ms']} ms) |"
+                f"| operator, {op['appgroups']} AppGroups ({op['with_status']} with a status after 5 min), "
+                f"{size} nodes | {op['rss_mib']} MiB RSS |"
             )
+        if ex:
+            lines.append(
+                f"| extender, {size} nodes with NRTs | {ex['rss_mib']} MiB RSS, Ready {ex.get('ready_seconds', '?')} s "
+                "after a cold start |"
+            )
+        for verb, v in sorted(sc.get("extender_requests", {}).items()):
+            if isinstance(v, dict):
+                lines.append(
+                    f"| extender {verb} during the last backlog at {size} nodes, mean (p99 bucket) "
+                    f"| {v['mean_ms']} ms (<= {v['p99_le_ms']} ms) |"
+                )
     return [*lines, ""]
+
+
+def _scale_curves(sizes: dict[str, Any], plots: Path) -> list[str]:
+    """A plot per figure against nodes (log scale), and the fitted slope of each line."""
+    found = {
+        key: (title, {label: _curve(sizes, get) for label, get in lines.items()})
+        for key, (title, lines) in CURVES.items()
+    }
+    found = {k: v for k, v in found.items() if any(len(points) for points in v[1].values())}
+    if not found:
+        return []
+    fig, axes = plt.subplots(1, len(found), figsize=(3.4 * len(found), 3.2))
+    axes = axes if len(found) > 1 else [axes]
+    grows = []
+    for ax, (title, curves) in zip(axes, found.values(), strict=True):
+        for label, points in curves.items():
+            if not points:
+                continue
+            xs, ys = [x for x, _ in points], [y for _, y in points]
+            ax.plot(xs, ys, "o-", color=COLORS.get(label), label=LABELS.get(label, label))
+            fitted = _fit(points)
+            if fitted is not None:
+                slope, intercept = fitted
+                grows.append(
+                    f"- {title}, {LABELS.get(label, label)}: {slope * 1000:+.3g} per 1,000 nodes "
+                    f"(fitted line: {intercept:.3g} at 0 nodes; {', '.join(f'{y:g}' for y in ys)} "
+                    f"at {', '.join(f'{x:,.0f}' for x in xs)})"
+                )
+        ax.set_xscale("log")
+        ax.set_xlabel("nodes")
+        ax.set_title(title, fontsize=8)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(plots / "scale-curve.png", dpi=110)
+    plt.close(fig)
+    return [
+        "### How it grows",
+        "",
+        "Each figure against nodes (two-NUMA sizes), with a least-squares line through the sizes: its",
+        "slope is the cost per 1,000 nodes, its value at 0 nodes the fixed part.",
+        "",
+        *grows,
+        "",
+        "![figures against nodes](scale-curve.png)",
+        "",
+    ]
+
+
+def _scale_goals(sizes: dict[str, Any]) -> list[str]:
+    """The scale goals, each with its figure from this run and whether it is met."""
+    rows = []
+
+    def row(goal: str, figure: str, met: bool | None) -> None:
+        rows.append(f"| {goal} | {figure} | {'yes' if met else 'no' if met is not None else 'not measured'} |")
+
+    for size, sc in sizes.items():
+        tp, alone, sp = sc.get("toposched") or {}, sc.get("plain") or {}, sc.get("sp-numa") or {}
+        if "throughput_ratio" in tp:
+            ratio = tp["throughput_ratio"]["median"]
+            beats = "pods_per_second" not in sp or tp["pods_per_second"]["median"] >= sp["pods_per_second"]["median"]
+            sp_figure = f", {sp['pods_per_second']['median']:g} pods/s for scheduler-plugins" if sp else ""
+            row(
+                f"{size}: throughput >= 1.0 x alone and >= scheduler-plugins",
+                f"{ratio:g} x ({tp['pods_per_second']['median']:g} pods/s){sp_figure}",
+                ratio >= 1.0 and beats,
+            )
+        if "stream_p99_ms" in tp and "stream_p99_ms" in alone:
+            ratio = tp["stream_p99_ms"]["median"] / alone["stream_p99_ms"]["median"]
+            row(f"{size}: stream p99 <= 1.3 x alone", f"{ratio:.2f} x", ratio <= 1.3)
+        http = sc.get("extender_http")
+        limit = {5000: 5.0, 20_000: 10.0}.get(sc["nodes"]) if sc.get("shape", "two-numa") == "two-numa" else None
+        if http and limit:
+            p99 = http["filter_and_prioritize_new_shape_ms"]["p99"]
+            row(f"{size}: filter + prioritize p99, a new shape, <= {limit:g} ms", f"{p99:.1f} ms", p99 <= limit)
+        ready = ((sc.get("footprint") or {}).get("extender") or {}).get("ready_seconds")
+        if sc["nodes"] == 20_000 and sc.get("shape", "two-numa") == "two-numa":
+            row("20000: Ready after a cold start <= 10 s", f"{ready} s" if ready is not None else "-",
+                None if ready is None else ready <= 10)  # fmt: skip
+    rss = _fit(_curve(sizes, CURVES["rss"][1]["extender"]))
+    if rss is not None:
+        per_node = rss[0] * 1024
+        row("extender RSS <= 60 KiB per node with NRT", f"{per_node:.1f} KiB per node, {rss[1]:.0f} MiB fixed",
+            per_node <= 60)  # fmt: skip
+    if not rows:
+        return []
+    return ["### Goals", "", "| goal | measured | met |", "| --- | ---: | --- |", *rows, ""]
 
 
 def extender(results: dict[str, Any], plots: Path) -> list[str]:

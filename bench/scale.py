@@ -1,13 +1,22 @@
-"""Scale and footprint on kwok nodes with two-NUMA NRTs.
+"""Scale and footprint on kwok nodes with NRTs, as a curve over cluster sizes.
 
-Scale: kube-scheduler alone, with the toposched extender (the same binary and client limits), and
-scheduler-plugins' NUMA profile. Throughput from a backlog (pods exist before the scheduler
-starts; (pods - 1) / (last bind - first bind)) and creation -> bound latency of a paced stream
-(the scheduler already running). The schedulers take turns, run after run, so a slow spell of
-the machine falls on each of them; figures are medians with their ranges.
+At each size (quick: 1,000 and 5,000 nodes with two-NUMA NRTs; ``--full``: also 10,000 and 20,000,
+and 5,000 nodes with eight-zone NRTs with GPUs and NICs): kube-scheduler alone, with the toposched
+extender (the same binary and client limits) and scheduler-plugins' NUMA profile. Throughput from
+a backlog (pods exist before the scheduler starts; (pods - 1) / (last bind - first bind)) and
+creation -> bound latency of a paced stream (the scheduler already running), with the filters
+that waited in vain for a bind (the stall). The schedulers take turns, run after run, so a slow
+spell of the machine falls on each of them; figures are medians with their ranges.
 
-Footprint, on the same nodes: the operator's RSS once it has computed the status of many
-AppGroups (and watches every node, as the NetworkTopology side does), the extender's RSS.
+Then, on the same nodes: filter + prioritize over HTTPS (``bench.schedhook``, the same node
+count), the operator's RSS once it has computed the status of 1,000 AppGroups (and watches every
+node, as the NetworkTopology side does), the extender's RSS with every node and NRT cached, and
+its cold start: process start -> Ready (every NRT, pod and node listed and parsed).
+
+A size the machine cannot hold is not attempted: the control plane's memory per node, measured
+at the sizes before it, says what it would take. A step that fails or does not finish in time
+(kwok nodes that never turn Ready, a scheduler that never binds) ends its size with the step and
+the reason; every figure measured before it is kept, and larger sizes are not attempted.
 """
 
 import asyncio
@@ -15,19 +24,22 @@ import random
 import statistics
 import time
 import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
+from kubernetes_asyncio.client import ApiException
 
-from bench import scheduler_plugins
+from bench import schedhook, scheduler_plugins
 from bench.appgroup_sort import random_dag_spec
-from bench.harness import Bound, Harness, NodeSpec
+from bench.harness import Bound, Harness, NodeSpec, SetupError, scrape
 from bench.stats import percentile, spread
 from bench.throughput import backlog, bench_pod, start
 from testkit.builders import appgroup_body
 from testkit.cluster import OperatorProcess
-from testkit.nrt import nrt
+from testkit.nrt import nrt, nrt8
 from toposched.apis.appgroup import AppGroup
 
 
@@ -37,7 +49,7 @@ async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str, r
     namespace = f"lat-{scheduler}-{tag}-{repeat}"
     await h.namespace(namespace)
     try:
-        await start(h, scheduler)
+        metrics = await start(h, scheduler)
         await asyncio.sleep(3)
         bodies = [bench_pod(i, scheduler, tag) for i in range(pods)]
         binds: dict[str, Bound] = {}
@@ -49,7 +61,12 @@ async def stream(h: Harness, scheduler: str, pods: int, rate: float, tag: str, r
             created.update(await h.create_pods(namespace, [body]))
         await watcher
         latencies = sorted((binds[n].at - created[n]) * 1000 for n in created)
-        return {
+        out: dict[str, Any] = {}
+        if metrics is not None:  # the filters that waited for a bind that did not come: the stall
+            figures = scrape(metrics)
+            out["extender"] = figures
+            out["stalls"] = int(figures.get("bind_waits_in_vain", 0))
+        return out | {
             "rate_per_second": rate,
             "latency_ms": {
                 "median": statistics.median(latencies),
@@ -108,83 +125,250 @@ async def operator_footprint(h: Harness, appgroups: int, log: Path) -> dict[str,
         await h.delete_namespace(namespace)
 
 
-async def extender_footprint(h: Harness) -> dict[str, Any]:
-    """RSS of the extender once its cache holds every node and NRT."""
-    await h.start_toposched()
+async def extender_footprint(h: Harness, ready_within: float) -> dict[str, Any]:
+    """The extender's cold start (process start -> Ready, its cache synced) and its RSS then."""
+    started = time.monotonic()
+    await h.start_toposched(ready_within=ready_within)
+    ready = time.monotonic() - started
     await asyncio.sleep(2)
     try:
         pids = [p.pid for p in h.processes if "schedhook" in " ".join(psutil.Process(p.pid).cmdline())]
-        return {"rss_mib": _rss_mib(pids[0])}
+        return {"rss_mib": _rss_mib(pids[0]), "ready_seconds": round(ready, 2)}
     finally:
         h.stop_all()
 
 
 SCHEDULERS = ("plain", "toposched", scheduler_plugins.NUMA)
+QUICK_SIZES = (1000, 5000)
+FULL_SIZES = (1000, 5000, 10_000, 20_000)
+EIGHT_ZONES = 5000
+"""``--full``: one more size, with eight-zone NRTs with devices."""
+HEADROOM = 0.8
+"""The share of the machine's available memory a size's control plane may grow into."""
+CONTROL_PLANE = ("kube-apiserver", "etcd")
+T = TypeVar("T")
 
 
-async def scale(
-    h: Harness, nodes: int, pods: int, stream_pods: int, rate: float, appgroups: int, repeats: int
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Size:
+    nodes: int
+    shape: str = "two-numa"
+    """two-numa or eight-zones (eight zones with GPUs and NICs)."""
+    backlog_pods: int = 1000
+    stream_pods: int = 200
+    rate: float = 20.0
+    appgroups: int = 1000
+    repeats: int = 3
+    http_repeats: int = 50
+
+    @property
+    def key(self) -> str:
+        return str(self.nodes) if self.shape == "two-numa" else f"{self.nodes}-{self.shape}"
+
+
+def sizes(full: bool) -> list[Size]:
+    if not full:
+        return [Size(n) for n in QUICK_SIZES]
+    return [
+        *(Size(n, backlog_pods=10_000, stream_pods=1000, rate=40.0, http_repeats=200) for n in FULL_SIZES),
+        Size(EIGHT_ZONES, "eight-zones", backlog_pods=10_000, stream_pods=1000, rate=40.0, http_repeats=200),
+    ]
+
+
+def control_plane_mib() -> float:
+    """RSS of the apiserver and etcd processes on this machine."""
+    total = 0
+    for proc in psutil.process_iter(["name", "memory_info"]):
+        if proc.info["name"] in CONTROL_PLANE and proc.info["memory_info"] is not None:
+            total += proc.info["memory_info"].rss
+    return total / 2**20
+
+
+class StepStoppedError(Exception):
+    """A step of a size did not finish: which one, and why."""
+
+    def __init__(self, step: str, reason: str) -> None:
+        super().__init__(f"{step}: {reason}")
+        self.step, self.reason = step, reason
+
+
+async def _step(step: str, within: float, work: Awaitable[T]) -> T:
+    """``work`` within ``within`` seconds, or :class:`StepStoppedError` naming the step and why."""
+    try:
+        return await asyncio.wait_for(work, within)
+    except TimeoutError as exc:  # the step's own deadline (a watch's, with what it saw) or ours
+        raise StepStoppedError(step, str(exc) or f"not done in {within:.0f} s") from None
+    except StepStoppedError:
+        raise
+    except ApiException as exc:  # its text holds every response header
+        raise StepStoppedError(step, f"the apiserver answered {exc.status} {exc.reason}") from None
+    except (SetupError, OSError, RuntimeError, AssertionError, ValueError) as exc:
+        raise StepStoppedError(step, f"{type(exc).__name__}: {exc}"[:400]) from None
+
+
+async def ready_nodes(h: Harness, tag: str) -> int:
+    """How many of the nodes labelled ``tag`` are Ready (listed a page at a time)."""
+    ready, token = 0, None
+    while True:
+        page = await h.core.list_node(label_selector=f"toposched-bench={tag}", limit=2000, _continue=token)
+        ready += sum(
+            1 for n in page.items if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+        )
+        token = page.metadata._continue
+        if not token:
+            return ready
+
+
+async def _all_ready(h: Harness, tag: str, nodes: int, within: float) -> None:
+    deadline = time.monotonic() + within
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = await ready_nodes(h, tag)
+        if seen >= nodes:
+            return
+        await asyncio.sleep(3)
+    raise StepStoppedError("nodes", f"{seen} of {nodes} kwok nodes Ready after {within:.0f} s")
+
+
+async def scale(h: Harness, size: Size, out: dict[str, Any]) -> None:
+    """Measure one size into ``out`` step by step (what is measured stays there if a step stops)."""
     tag = uuid.uuid4().hex[:6]
     rng = random.Random(11)
+    shape = nrt8 if size.shape == "eight-zones" else nrt
     specs = [
-        NodeSpec(f"sc-{tag}-{i:05d}", {"cpu": "64", "memory": "256Gi", "pods": "250"}, nrt=nrt("", rng))
-        for i in range(nodes)
+        NodeSpec(f"sc-{tag}-{i:05d}", {"cpu": "128", "memory": "512Gi", "pods": "250"}, nrt=shape("", rng))
+        for i in range(size.nodes)
     ]
+    out.update(
+        nodes=size.nodes,
+        shape=size.shape,
+        backlog_pods=size.backlog_pods,
+        stream_pods=size.stream_pods,
+        stream_rate_per_second=size.rate,
+        repeats=size.repeats,
+        schedulers=list(SCHEDULERS),
+    )
+    before = control_plane_mib()
     started = time.monotonic()
-    await h.create_nodes(specs, tag)
-    created_in = time.monotonic() - started
-    backlogs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
-    streams: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
     try:
-        for repeat in range(repeats):
+        await _step("nodes", 120 + size.nodes * 0.1, h.create_nodes(specs, tag))
+        out["nodes_created_seconds"] = round(time.monotonic() - started, 1)
+        await _all_ready(h, tag, size.nodes, 60 + size.nodes * 0.02)
+        out["control_plane_mib"] = {"before": round(before, 1), "with_nodes": round(control_plane_mib(), 1)}
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {s: {"backlog": [], "stream": []} for s in SCHEDULERS}
+        out["runs"] = runs
+        for repeat in range(size.repeats):
             for scheduler in SCHEDULERS:
-                backlogs[scheduler].append(await backlog(h, scheduler, pods, tag, repeat=repeat))
-        for repeat in range(repeats):
+                step = f"backlog, {scheduler}, run {repeat + 1}"
+                work = backlog(
+                    h, scheduler, size.backlog_pods, tag, within=600 + size.backlog_pods * 0.2, repeat=repeat
+                )
+                runs[scheduler]["backlog"].append(await _step(step, 900 + size.backlog_pods * 0.3, work))
+        for repeat in range(size.repeats):
             for scheduler in SCHEDULERS:
-                streams[scheduler].append(await stream(h, scheduler, stream_pods, rate, tag, repeat))
-        footprint = {
-            "operator": await operator_footprint(h, appgroups, h.work / "operator.log"),
-            "extender": await extender_footprint(h),
+                step = f"stream, {scheduler}, run {repeat + 1}"
+                work = stream(h, scheduler, size.stream_pods, size.rate, tag, repeat)
+                runs[scheduler]["stream"].append(await _step(step, 700 + size.stream_pods / size.rate, work))
+        http = await _step("extender over HTTPS", 1800, asyncio.to_thread(_http, size))
+        out["extender_http"] = http
+        out["footprint"] = {
+            "operator": await _step(
+                "operator footprint", 600, operator_footprint(h, size.appgroups, h.work / "operator.log")
+            ),
+            "extender": await _step(
+                "extender cold start", 300 + size.nodes * 0.01, extender_footprint(h, 120 + size.nodes * 0.01)
+            ),
         }
+    except StepStoppedError as stop:
+        out["stopped"] = {"step": stop.step, "reason": stop.reason}
+        h.stop_all()
     finally:
         await h.delete_nodes(s.name for s in specs)
-    out: dict[str, Any] = {
-        "nodes": nodes,
-        "nodes_created_seconds": round(created_in, 1),
-        "backlog_pods": pods,
-        "stream_pods": stream_pods,
-        "stream_rate_per_second": rate,
-        "repeats": repeats,
-        "schedulers": list(SCHEDULERS),
-        "footprint": footprint,
-    }
-    for scheduler in SCHEDULERS:
-        rates = [b["pods_per_second"] for b in backlogs[scheduler]]
-        p99s = [r["latency_ms"]["p99"] for r in streams[scheduler]]
-        medians = [r["latency_ms"]["median"] for r in streams[scheduler]]
-        middle = sorted(streams[scheduler], key=lambda r: r["latency_ms"]["p99"])[len(p99s) // 2]
-        out[scheduler] = {
-            "pods_per_second": spread(rates),
-            "stream_p99_ms": spread(p99s),
-            "stream_median_ms": spread(medians),
-            "latencies_ms": middle["latencies_ms"],  # the run with the median p99, for the CDF
-        }
+    _summarise(out)
+
+
+def _http(size: Size) -> dict[str, Any]:
+    """Filter + prioritize over HTTPS for a workload's pod and for new shapes (``bench.schedhook``)."""
+    measured = schedhook.run(size.nodes, size.http_repeats, shape=nrt8 if size.shape == "eight-zones" else nrt)
+    measured.pop("samples_ms", None)
+    return measured
+
+
+def _summarise(out: dict[str, Any]) -> None:
+    """Medians with ranges per scheduler, from the runs that finished."""
+    runs = out.get("runs") or {}
+    for scheduler, done in runs.items():
+        backlogs, streams = done["backlog"], done["stream"]
+        figures: dict[str, Any] = {}
+        if backlogs:
+            figures["pods_per_second"] = spread([b["pods_per_second"] for b in backlogs])
+        if streams:
+            figures["stream_p99_ms"] = spread([r["latency_ms"]["p99"] for r in streams])
+            figures["stream_median_ms"] = spread([r["latency_ms"]["median"] for r in streams])
+            middle = sorted(streams, key=lambda r: r["latency_ms"]["p99"])[len(streams) // 2]
+            figures["latencies_ms"] = middle["latencies_ms"]  # the run with the median p99, for the CDF
+            if any("stalls" in r for r in streams):  # per run: waits in vain, of so many filters
+                figures["stream_stalls"] = [r.get("stalls", 0) for r in streams]
+                figures["stream_filters"] = [
+                    (r.get("extender", {}).get("filter") or {}).get("count", 0) for r in streams
+                ]
+        out[scheduler] = figures
     # Each run's ratio against kube-scheduler alone's run just before it (the same machine state).
-    alone = [b["pods_per_second"] for b in backlogs["plain"]]
+    alone = [b["pods_per_second"] for b in (runs.get("plain") or {}).get("backlog", [])]
     for scheduler in SCHEDULERS[1:]:
-        ratios = [b["pods_per_second"] / a for b, a in zip(backlogs[scheduler], alone, strict=True) if a]
-        out[scheduler]["throughput_ratio"] = spread([round(r, 2) for r in ratios])
-    out["extender_requests"] = backlogs["toposched"][-1].get("extender", {})
-    return out
+        mine = (runs.get(scheduler) or {}).get("backlog", [])
+        ratios = [b["pods_per_second"] / a for b, a in zip(mine, alone, strict=False) if a]
+        if ratios:
+            out[scheduler]["throughput_ratio"] = spread([round(r, 2) for r in ratios])
+        if mine and scheduler == "toposched":
+            out["extender_requests"] = mine[-1].get("extender", {})
+    for done in runs.values():  # the raw runs are summarised above; the latencies of each are large
+        for r in done["stream"]:
+            r.pop("latencies_ms", None)
 
 
-def run(kubeconfig: Path, work: Path, full: bool = False) -> dict[str, Any]:
+def _room(size: Size, measured: list[tuple[int, float]]) -> str | None:
+    """Why the machine cannot hold ``size`` (None: it can, as far as the sizes before it tell)."""
+    if not measured:
+        return None
+    nodes, grown = max(measured)
+    per_node = max(grown, 0.0) / nodes
+    need = per_node * size.nodes * (4 if size.shape == "eight-zones" else 1)
+    free = psutil.virtual_memory().available / 2**20
+    if need > HEADROOM * free:
+        return (
+            f"the apiserver and etcd would grow by about {need / 1024:.1f} GiB ({per_node * 1024:.0f} KiB per node "
+            f"measured at {nodes} nodes); {free / 1024:.1f} GiB are available"
+        )
+    return None
+
+
+def run(kubeconfig: Path, work: Path, full: bool = False, plan: list[Size] | None = None) -> dict[str, Any]:
+    """The curve over ``plan`` (default: the quick or the full sizes), keyed by size."""
+    plan = plan if plan is not None else sizes(full)
+
     async def main() -> dict[str, Any]:
+        curve: dict[str, Any] = {}
+        measured: list[tuple[int, float]] = []
         async with Harness(kubeconfig, work) as h:
-            if full:
-                sizes = [(1000, 10_000, 1000, 1000), (5000, 10_000, 1000, 1000)]
-                return {str(n): await scale(h, n, p, s, 40.0, a, repeats=3) for n, p, s, a in sizes}
-            return {"1000": await scale(h, 1000, 1000, 200, 20.0, 200, repeats=3)}
+            for size in plan:
+                why = _room(size, measured)
+                if why is not None:
+                    curve[size.key] = {"nodes": size.nodes, "shape": size.shape, "skipped": why}
+                    continue
+                out: dict[str, Any] = {}
+                curve[size.key] = out
+                await scale(h, size, out)
+                cp = out.get("control_plane_mib")
+                if cp and size.shape == "two-numa":
+                    measured.append((size.nodes, cp["with_nodes"] - cp["before"]))
+                if "stopped" in out:  # larger sizes would stop there too
+                    for later in plan[plan.index(size) + 1 :]:
+                        curve.setdefault(
+                            later.key,
+                            {"nodes": later.nodes, "shape": later.shape, "skipped": f"{size.key} stopped"},
+                        )
+                    break
+        return curve
 
     return asyncio.run(main())

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -100,7 +101,8 @@ async def _churn(binder: Binder, names: list[str], rng: random.Random) -> None:
         body = copy.deepcopy(binder.store.objects["nrts"][f"/{name}"])
         version += 1
         body["metadata"]["resourceVersion"] = str(version)
-        body["zones"][0]["resources"][0]["available"] = rng.randint(0, 32)
+        first = body["zones"][0]["resources"][0]  # CPUs: any amount up to the zone's allocatable
+        first["available"] = rng.randint(0, int(first["allocatable"]))
         binder.store.event("nrts", "MODIFIED", body)
         uid = f"bound-{version}"
         binder.ledger.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
@@ -152,9 +154,11 @@ def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shap
     return out
 
 
-def run(nodes: int = 5000, repeats: int = 50) -> dict[str, Any]:
+def run(
+    nodes: int = 5000, repeats: int = 50, shape: Callable[[str, random.Random], dict[str, Any]] = nrt
+) -> dict[str, Any]:
     rng = random.Random(4)
-    bodies = [nrt(f"n{i}", rng) for i in range(nodes)]
+    bodies = [shape(f"n{i}", rng) for i in range(nodes)]
     for i, body in enumerate(bodies):
         body["metadata"]["resourceVersion"] = str(i)
     names = sorted(b["metadata"]["name"] for b in bodies)

@@ -1,3 +1,6 @@
+import itertools
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +12,8 @@ from toposched.schedhook.placement.kubelet.topologymanager import (
     SINGLE_NUMA_NODE,
     Decision,
     Hint,
+    _pick,
+    closer,
     count,
     mask,
     masks,
@@ -133,3 +138,50 @@ def test_single_numa_node_merge_is_the_kubelets_filter_then_merge(
     assert got.admit == expected.admit
     if got.admit:
         assert got.affinity == expected.affinity
+
+
+def kubelet_product_merge(
+    providers: list[dict[str, list[Hint] | None]], ids: list[int], distances: dict[int, dict[int, int]] | None
+) -> Hint:
+    """The kubelet's own merge, as reference: every combination of one hint per list, each merged
+    (AND of the masks; preferred when all are and the masks are one), the best kept by its order."""
+    better = closer(distances) if distances else narrower
+    default = mask(*ids)
+    lists = [
+        [Hint(None, True)] if hs is None else [Hint(None, False)] if not hs else hs
+        for p in providers
+        for hs in (p.values() if p else [None])
+    ]
+    target = max((min(count(x.affinity) for x in hs if x.affinity is not None) for hs in lists if any(
+        x.affinity is not None for x in hs)), default=0)  # fmt: skip
+    best: Hint | None = None
+    for combo in itertools.product(*lists):
+        non_nil = [x.affinity for x in combo if x.affinity is not None]
+        merged = default
+        for a in non_nil:
+            merged &= a
+        if merged:
+            preferred = all(x.preferred for x in combo) and len(set(non_nil)) <= 1
+            best = _pick(best, Hint(merged, preferred), target, better)
+    return best or Hint(default, False)
+
+
+@settings(max_examples=500, deadline=None)
+@given(provider_lists(), st.booleans(), st.randoms(use_true_random=False))
+def test_the_merge_is_the_kubelets_product_of_hints(
+    case: tuple[list[dict[str, list[Hint] | None]], list[int]], closest: bool, rng: random.Random
+) -> None:
+    """Without enumerating the product (which explodes on machines of many zones)."""
+    providers, ids = case
+    distances = {i: {j: 10 if i == j else rng.choice([11, 12, 20, 21]) for j in ids} for i in ids} if closest else None
+    expected = kubelet_product_merge(providers, ids, distances)
+    got = merge(providers, ids, RESTRICTED, distances)
+    assert (got.affinity, got.preferred) == (expected.affinity, expected.preferred)
+
+
+def test_twelve_zones_with_every_mask_in_four_lists_merge_at_once() -> None:
+    """4,095 hints per list: the product would be 2.8e14 combinations."""
+    ids = list(range(12))
+    every = [h(m, count(m) >= 6) for m in masks(ids)]
+    providers: list[dict[str, list[Hint] | None]] = [{"cpu": every, "memory": every}, {"a": every}, {"b": every}]
+    assert merge(providers, ids, RESTRICTED) == Decision(mask(0, 1, 2, 3, 4, 5), True, True)

@@ -148,7 +148,7 @@ def kubelet_product_merge(
     better = closer(distances) if distances else narrower
     default = mask(*ids)
     lists = [
-        [Hint(None, True)] if hs is None else [Hint(None, False)] if not hs else hs
+        [Hint(None, True)] if hs is None else hs if hs else [Hint(None, False)]
         for p in providers
         for hs in (p.values() if p else [None])
     ]

@@ -6,8 +6,9 @@ some answered pods are never bound through the extender (a Reserve or Permit plu
 the pod was deleted, another binder took it, a client that only filters), and a filter that waits
 for them stalls for nothing. So a pod is awaited only while its bind can still be coming:
 
-- for as long after its answer as binds have actually taken here: a few times the slowest recent
-  answer-to-bind lag, never less than ``floor``, never more than ``limit``;
+- for as long after its answer as binds have actually taken here: three times the 99th percentile of the recent
+  answer-to-bind lag, never less than ``floor`` (50 ms: a machine that slows down must not lose
+  a reservation to one late bind), never more than ``limit``;
 - and only while this extender is seen to be the binder: after ``IN_VAIN_BEFORE_IDLE`` waits in a
   row that no bind ended, with no bind seen since, nothing is awaited until a bind arrives again.
 """
@@ -40,7 +41,7 @@ IN_VAIN = Counter(
 class BindWindows:
     """Pods answered with fitting nodes whose bind has not arrived, and how long each is awaited."""
 
-    def __init__(self, limit: float, floor: float = 0.025) -> None:
+    def __init__(self, limit: float, floor: float = 0.05) -> None:
         self.limit = limit
         self.floor = min(floor, limit)
         self.answered: dict[str, float] = {}

@@ -25,7 +25,7 @@ def learned(lag: float, limit: float = 0.25) -> BindWindows:
     ("windows", "window"),
     [
         pytest.param(BindWindows(0.25), 0.25, id="the-limit-until-lags-are-known"),
-        pytest.param(learned(0.002), 0.025, id="never-below-the-floor"),
+        pytest.param(learned(0.002), 0.05, id="never-below-the-floor"),
         pytest.param(learned(0.02), 0.06, id="three-times-the-p99-lag"),
         pytest.param(learned(0.2), 0.25, id="never-above-the-limit"),
     ],
@@ -39,18 +39,18 @@ def test_the_window(windows: BindWindows, window: float) -> None:
     [
         pytest.param({}, 10.0, None, id="nothing-answered"),
         pytest.param({"me": 9.99}, 10.0, None, id="only-its-own-earlier-answer"),
-        pytest.param({"a": 9.99}, 10.0, 10.015, id="an-answer-10-ms-ago"),
-        pytest.param({"a": 9.97, "b": 9.99}, 10.0, 10.015, id="the-latest-window-ends-the-wait"),
+        pytest.param({"a": 9.99}, 10.0, 10.04, id="an-answer-10-ms-ago"),
+        pytest.param({"a": 9.97, "b": 9.99}, 10.0, 10.04, id="the-latest-window-ends-the-wait"),
         pytest.param({"a": 9.9}, 10.0, None, id="a-closed-window-is-not-waited-for"),
     ],
 )
 def test_the_deadline(answered: dict[str, float], now: float, deadline: float | None) -> None:
-    w = learned(0.002)  # a 25 ms window
+    w = learned(0.002)  # a 50 ms window
     for uid, at in answered.items():
         w.answer(uid, at)
     found = w.deadline("me", now)
     assert found == (None if deadline is None else pytest.approx(deadline))
-    assert "a" not in w.answered or now - answered["a"] <= 0.025
+    assert "a" not in w.answered or now - answered["a"] <= 0.05
 
 
 def test_without_binds_coming_the_filters_stop_waiting_until_one_does() -> None:
@@ -88,7 +88,7 @@ async def test_a_pod_never_bound_delays_the_next_filter_by_the_learned_window_on
     await b.filter(pod(100), ["n1"])  # answered, never bound
     started = time.monotonic()
     await b.filter(pod(101), ["n1"])
-    assert time.monotonic() - started < 0.5  # the 25 ms floor, not the 1 s limit
+    assert time.monotonic() - started < 0.5  # the 50 ms floor, not the 1 s limit
 
 
 async def test_a_filter_still_waits_for_a_bind_that_comes() -> None:

@@ -40,7 +40,12 @@ from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement.kubelet.claims import ALIGN_BY_SOCKET, DISTRIBUTE_ACROSS_NUMA, FULL_PCPUS_ONLY
+from toposched.schedhook.placement.kubelet.claims import (
+    ALIGN_BY_SOCKET,
+    ALIGN_BY_UNCORE_CACHE,
+    DISTRIBUTE_ACROSS_NUMA,
+    FULL_PCPUS_ONLY,
+)
 from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
@@ -66,7 +71,7 @@ CPU_MANAGER_OPTIONS = (
     ALIGN_BY_SOCKET,
     "distribute-cpus-across-cores",
     "strict-cpu-reservation",
-    "prefer-align-cpus-by-uncorecache",
+    ALIGN_BY_UNCORE_CACHE,
 )
 """The CPU Manager's options (1.36) the predictor follows: full-pcpus-only rejects (SMTAlignmentError);
 distribute-cpus-across-numa spreads CPUs that spill out of the aligned zones over other zones
@@ -77,8 +82,8 @@ other option (a newer kubelet's) makes the node unknown rather than predicted wr
 CPU_OPTION_CONFLICTS = (
     (FULL_PCPUS_ONLY, "distribute-cpus-across-cores"),
     (DISTRIBUTE_ACROSS_NUMA, "distribute-cpus-across-cores"),
-    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
-    ("prefer-align-cpus-by-uncorecache", DISTRIBUTE_ACROSS_NUMA),
+    (ALIGN_BY_UNCORE_CACHE, "distribute-cpus-across-cores"),
+    (ALIGN_BY_UNCORE_CACHE, DISTRIBUTE_ACROSS_NUMA),
 )
 """CPU Manager options the kubelet (1.36) refuses together: a node so configured runs no pods."""
 LEGACY_POLICIES = {

@@ -421,3 +421,23 @@ def test_a_free_socket_is_one_with_the_machines_average_of_cpus_free(
     )
     state = NodeState(replace(base, zones=tuple(replace(z, socket=sockets[z.numa]) for z in base.zones)))
     assert state.take_cpus(cpus, affinity, init=False) == zones
+
+
+@pytest.mark.parametrize(
+    ("options", "zones"),
+    [
+        pytest.param(frozenset(), (1, 2), id="packed-the-fullest-zones"),
+        pytest.param(frozenset({"prefer-align-cpus-by-uncorecache"}), (2, 3), id="uncorecache-one-cache-that-holds-it"),
+    ],
+)
+def test_prefer_align_by_uncore_cache_takes_the_request_from_one_cache(
+    options: frozenset[str], zones: tuple[int, ...]
+) -> None:
+    """Seed 24, case 1876: six zones of 3 CPUs, two per socket (an uncore cache each: the
+    kubelet's fallback without cache data), one CPU free in zones 1-5. For 2 CPUs the option takes
+    them from the first cache in the allocator's order that has both: socket 1 (zones 2 and 3),
+    not the fullest zones of two sockets."""
+    base = node([{"cpu": f} for f in [0, 1, 1, 1, 1, 1]], "best-effort", "container", "static", "None",
+                capacity=[{"cpu": 3}] * 6)  # fmt: skip
+    with_sockets = replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones), cpu_options=options)
+    assert NodeState(with_sockets).take_cpus(2, None, init=False) == zones

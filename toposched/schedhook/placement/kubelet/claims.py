@@ -17,6 +17,7 @@ STATIC_MEMORY = "Static"
 FULL_PCPUS_ONLY = "full-pcpus-only"
 DISTRIBUTE_ACROSS_NUMA = "distribute-cpus-across-numa"
 ALIGN_BY_SOCKET = "align-by-socket"
+ALIGN_BY_UNCORE_CACHE = "prefer-align-cpus-by-uncorecache"
 
 
 def numa_memory(resource: str) -> bool:

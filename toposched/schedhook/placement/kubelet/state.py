@@ -16,6 +16,7 @@ import numpy as np
 from toposched.schedhook.placement.kubelet import distribute, hints
 from toposched.schedhook.placement.kubelet.claims import (
     ALIGN_BY_SOCKET,
+    ALIGN_BY_UNCORE_CACHE,
     CPU,
     DISTRIBUTE_ACROSS_NUMA,
     FULL_PCPUS_ONLY,
@@ -256,6 +257,8 @@ class NodeState:
             levels.insert(0 if self.sockets_first else 1, self._take_free_sockets)
         for level in levels:
             need = level(zones, need, used)
+        if need and ALIGN_BY_UNCORE_CACHE in self.node.cpu_options and len(self.socket) == len(self.cpu_ids):
+            need = self._take_uncore_caches(zones, need, used)
         # The pod's reusable CPUs (its init containers') are in the pool like free ones.
         if self.threads:
             for n in self._packing_order(zones):
@@ -304,6 +307,48 @@ class NodeState:
                 self._take(n, self._cpus_of(n), whole=True)
                 used[n] = used.get(n, 0) + int(self.capacity[n].get(CPU, Decimal(0)))
             need -= size
+        return need
+
+    def _take_uncore_caches(self, zones: Sequence[int], need: int, used: dict[int, int]) -> int:
+        """prefer-align-cpus-by-uncorecache (takeUncoreCache): uncore caches in the zones' order;
+        while a cache's worth (the machine's average) is needed, every wholly free cache that
+        the need holds; then the request from one cache alone if it has enough free cores -- the
+        lowest-numbered ones, so its zones in id order. A cache is a socket here: the kubelet's
+        own fallback when cadvisor reports none, and the usual L3 of one socket (NRTs do not
+        publish finer caches yet). With SMT and halves of used cores in the cache, which cores
+        come first is not in the NRT: the cache's zones are all predicted as possible."""
+        socket, threads = self.socket, max(1, self.threads)
+        capacity = {n: int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids}
+        per_cache = sum(capacity.values()) // len(set(socket.values()))
+        order = [socket[n] for n in self._packing_order(zones) if n in socket and self._cpus_of(n)]
+        for s in order:
+            if need >= per_cache:
+                for f in dict.fromkeys(order):
+                    members = [n for n in self.cpu_ids if socket[n] == f]
+                    size = sum(capacity[n] for n in members)
+                    if need >= size and all(n in zones and self._cpus_of(n) == capacity[n] for n in members):
+                        for n in members:
+                            self._take(n, capacity[n], whole=True)
+                            used[n] = used.get(n, 0) + capacity[n]
+                        need -= size
+            if not need:
+                return 0
+            mine = sorted(n for n in zones if socket.get(n) == s and self._cpus_of(n))
+            free = sum(self._cpus_of(n) for n in mine)
+            halves = free - threads * sum(self.free_cores[n] for n in mine) if self.threads else 0
+            cores = -(-need // threads)
+            if free < need or (not halves and self.threads and sum(self.free_cores[n] for n in mine) < cores):
+                continue  # not claimed: the cache cannot take the whole request
+            for n in mine:
+                k = min(need, self._cpus_of(n))
+                if k:
+                    self._take(n, k, whole=bool(self.threads) and not halves)
+                    used[n] = used.get(n, 0) + k
+                    need -= k
+            if halves:
+                for n in mine:
+                    used.setdefault(n, 0)
+            return need
         return need
 
     def _socket_cpus(self, s: int, zones: Sequence[int]) -> int:

@@ -316,7 +316,7 @@ class NodeState:
         lowest-numbered ones, so its zones in id order. A cache is a socket here: the kubelet's
         own fallback when cadvisor reports none, and the usual L3 of one socket (NRTs do not
         publish finer caches yet). With SMT and halves of used cores in the cache, which cores
-        come first is not in the NRT: the cache's zones are all predicted as possible."""
+        come first is not in the NRT: followed as not claimed, the cache's zones all possible."""
         socket, threads = self.socket, max(1, self.threads)
         capacity = {n: int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids}
         per_cache = sum(capacity.values()) // len(set(socket.values()))
@@ -335,19 +335,22 @@ class NodeState:
                 return 0
             mine = sorted(n for n in zones if socket.get(n) == s and self._cpus_of(n))
             free = sum(self._cpus_of(n) for n in mine)
-            halves = free - threads * sum(self.free_cores[n] for n in mine) if self.threads else 0
-            cores = -(-need // threads)
-            if free < need or (not halves and self.threads and sum(self.free_cores[n] for n in mine) < cores):
+            whole = sum(self.free_cores[n] for n in mine) if self.threads else free
+            if free < need or whole * threads < need:
                 continue  # not claimed: the cache cannot take the whole request
+            if self.threads and free > whole * threads:
+                # Halves of used cores: whether the lowest-numbered cores the kubelet looks at
+                # hold the request depends on where the halves are, which the NRT does not say.
+                # Followed as not claimed; the cache's zones stay possible.
+                for n in mine:
+                    used.setdefault(n, 0)
+                continue
             for n in mine:
                 k = min(need, self._cpus_of(n))
                 if k:
-                    self._take(n, k, whole=bool(self.threads) and not halves)
+                    self._take(n, k, whole=True)
                     used[n] = used.get(n, 0) + k
                     need -= k
-            if halves:
-                for n in mine:
-                    used.setdefault(n, 0)
             return need
         return need
 

@@ -77,7 +77,8 @@ CPU_MANAGER_OPTIONS = (
 distribute-cpus-across-numa spreads CPUs that spill out of the aligned zones over other zones
 (any of which is then predicted); align-by-socket makes the CPU hints within the fewest sockets
 preferred and takes CPUs from the whole sockets of the affinity first (each zone's socket is
-published); the others change which CPUs within the zones are taken, never the admission. Any
+published); prefer-align-cpus-by-uncorecache takes a request from one uncore cache (a socket
+here) when one holds it; the others change which CPUs within the zones are taken, never the admission. Any
 other option (a newer kubelet's) makes the node unknown rather than predicted wrong."""
 CPU_OPTION_CONFLICTS = (
     (FULL_PCPUS_ONLY, "distribute-cpus-across-cores"),

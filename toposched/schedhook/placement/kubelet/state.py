@@ -92,6 +92,11 @@ class NodeState:
         self.socket = {z.numa: z.socket for z in node.zones if z.numa in self.cpu_ids and z.socket is not None}
         """CPU zone -> its socket, where the NRT says."""
         self.sockets_first = len(self.socket) == len(self.cpu_ids) and len(set(self.socket.values())) < len(self.socket)
+        self.cpu_capacity = {n: int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids}
+        """CPU zone -> its CPUs (reserved ones included), as the kubelet's topology counts them."""
+        self.per_socket = sum(self.cpu_capacity.values()) // max(1, len(set(self.socket.values())))
+        """The machine's CPUs over its sockets (the kubelet's CPUsPerSocket, also its CPUs per
+        uncore cache when a cache is a socket)."""
         """Fewer sockets than NUMA nodes (sub-NUMA clustering): the packed allocator goes by socket first."""
         self.threads = node.threads_per_core or 0
         if not self.threads or any(z.free_cores is None for z in node.zones if z.numa in self.cpu_ids):
@@ -242,7 +247,7 @@ class NodeState:
         available = {n: self._cpus_of(n) for n in zones if n in self.cpu_ids}
         amount = min(left, sum(available.values()))
         group = (self.threads or 1) if FULL_PCPUS_ONLY in self.node.cpu_options else 1
-        machine = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids)
+        machine = sum(self.cpu_capacity.values())
         return distribute.spread(available, amount, group, machine, len(self.cpu_ids))
 
     def _pack(self, zones: Sequence[int], left: int, used: dict[int, int]) -> int:
@@ -292,7 +297,6 @@ class NodeState:
         taking it takes every CPU of the socket -- on uneven sockets, also CPUs of other zones and
         used ones (an oracle finding: seed 23, case 115)."""
         socket = self.socket
-        average = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids) // len(set(socket.values()))
         if self.sockets_first:
             order = sorted({socket[n] for n in zones if n in socket and self._cpus_of(n)},
                            key=lambda s: (self._socket_cpus(s, zones), s))  # fmt: skip
@@ -300,13 +304,10 @@ class NodeState:
             order = [socket[n] for n in self._packing_order(zones) if n in socket and self._cpus_of(n)]
         for s in order:
             members = [n for n in self.cpu_ids if socket[n] == s]
-            size = sum(int(self.capacity[n].get(CPU, Decimal(0))) for n in members)
-            if self._socket_cpus(s, zones) != average or need < size:
+            size = sum(self.cpu_capacity[n] for n in members)
+            if self._socket_cpus(s, zones) != self.per_socket or need < size:
                 continue
-            for n in members:
-                self._take(n, self._cpus_of(n), whole=True)
-                used[n] = used.get(n, 0) + int(self.capacity[n].get(CPU, Decimal(0)))
-            need -= size
+            need -= self._take_whole(members, used)
         return need
 
     def _take_uncore_caches(self, zones: Sequence[int], need: int, used: dict[int, int]) -> int:
@@ -318,19 +319,15 @@ class NodeState:
         publish finer caches yet). With SMT and halves of used cores in the cache, which cores
         come first is not in the NRT: followed as not claimed, the cache's zones all possible."""
         socket, threads = self.socket, max(1, self.threads)
-        capacity = {n: int(self.capacity[n].get(CPU, Decimal(0))) for n in self.cpu_ids}
-        per_cache = sum(capacity.values()) // len(set(socket.values()))
+        capacity = self.cpu_capacity
         order = [socket[n] for n in self._packing_order(zones) if n in socket and self._cpus_of(n)]
         for s in order:
-            if need >= per_cache:
+            if need >= self.per_socket:
                 for f in dict.fromkeys(order):
                     members = [n for n in self.cpu_ids if socket[n] == f]
                     size = sum(capacity[n] for n in members)
                     if need >= size and all(n in zones and self._cpus_of(n) == capacity[n] for n in members):
-                        for n in members:
-                            self._take(n, capacity[n], whole=True)
-                            used[n] = used.get(n, 0) + capacity[n]
-                        need -= size
+                        need -= self._take_whole(members, used)
             if not need:
                 return 0
             mine = sorted(n for n in zones if socket.get(n) == s and self._cpus_of(n))
@@ -353,6 +350,14 @@ class NodeState:
                     need -= k
             return need
         return need
+
+    def _take_whole(self, members: Sequence[int], used: dict[int, int]) -> int:
+        """Every CPU of the zones ``members`` (a socket or cache taken whole; CPUs of them already
+        used or reserved are counted as the kubelet counts them); returns how many."""
+        for n in members:
+            self._take(n, self._cpus_of(n), whole=True)
+            used[n] = used.get(n, 0) + self.cpu_capacity[n]
+        return sum(self.cpu_capacity[n] for n in members)
 
     def _socket_cpus(self, s: int, zones: Sequence[int]) -> int:
         return sum(self._cpus_of(n) for n in zones if self.socket.get(n) == s)

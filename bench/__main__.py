@@ -162,7 +162,11 @@ def main() -> int:
     if "smt" in only and args.real_nodes:
         step("smt", lambda: smt.run(kubeconfig, work, full, args.real_nodes))
     if "scale" in only:
-        step("scale", lambda: scale.run(kubeconfig, work, full))
+
+        def partial(curve: dict[str, Any]) -> None:
+            (RESULTS / "scale.partial.json").write_text(json.dumps(curve, indent=2))
+
+        step("scale", lambda: scale.run(kubeconfig, work, full, measured_so_far=partial))
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))
     text = report.render(results, RESULTS)
     (RESULTS / "report.md").write_text(text)

@@ -568,10 +568,13 @@ def _scale_curves(sizes: dict[str, Any], plots: Path) -> list[str]:
                 slope, intercept = fitted
                 grows.append(
                     f"- {title}, {LABELS.get(label, label)}: {slope * 1000:+.3g} per 1,000 nodes "
-                    f"(fitted line: {intercept:.3g} at 0 nodes; {', '.join(f'{y:g}' for y in ys)} "
+                    f"(fitted line: {intercept:.3g} at 0 nodes; {', '.join(f'{y:.3g}' for y in ys)} "
                     f"at {', '.join(f'{x:,.0f}' for x in xs)})"
                 )
         ax.set_xscale("log")
+        ys_all = [y for points in curves.values() for _, y in points]
+        if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) > 50:  # a tail's seconds would hide its ms
+            ax.set_yscale("log")
         ax.set_xlabel("nodes")
         ax.set_title(title, fontsize=8)
         ax.legend(fontsize=6)

@@ -545,6 +545,12 @@ def scale(results: dict[str, Any], plots: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _three_digits(value: float) -> str:
+    """Three significant digits without an exponent: 37,900, 27.2, 0.735."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 1000 else f"{rounded:g}"
+
+
 def _scale_curves(sizes: dict[str, Any], plots: Path) -> list[str]:
     """A plot per figure against nodes (log scale), and the fitted slope of each line."""
     found = {
@@ -567,8 +573,9 @@ def _scale_curves(sizes: dict[str, Any], plots: Path) -> list[str]:
             if fitted is not None:
                 slope, intercept = fitted
                 grows.append(
-                    f"- {title}, {LABELS.get(label, label)}: {slope * 1000:+.3g} per 1,000 nodes "
-                    f"(fitted line: {intercept:.3g} at 0 nodes; {', '.join(f'{y:.3g}' for y in ys)} "
+                    f"- {title}, {LABELS.get(label, label)}: {'+' if slope >= 0 else '-'}"
+                    f"{_three_digits(abs(slope) * 1000)} per 1,000 nodes "
+                    f"(fitted line: {_three_digits(intercept)} at 0 nodes; {', '.join(_three_digits(y) for y in ys)} "
                     f"at {', '.join(f'{x:,.0f}' for x in xs)})"
                 )
         ax.set_xscale("log")

@@ -17,7 +17,8 @@ from testkit.builders import Figures, nrt_body
 from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT, NRT_ATTR_PODS_FINGERPRINT_METHOD
 from toposched.apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.placement.kubelet.admission import predict
-from toposched.schedhook.placement.model import NodeTopology, NumaZone, Pod, container_request
+from toposched.schedhook.placement.kubelet.claims import effective
+from toposched.schedhook.placement.model import NodeTopology, NumaZone, Pod
 
 GPU = "example.com/gpu"
 
@@ -50,9 +51,9 @@ class Node:
             self.rejected += 1
             return False, ()
         if self.scope == "pod":
-            requests = [(pod.effective(), verdict.numa.get("pod", ()))]
+            requests = [(effective(pod), verdict.numa.get("pod", ()))]
         else:
-            requests = [(container_request(c), verdict.numa.get(c.name, ())) for c in pod.containers]
+            requests = [(c.request, verdict.numa.get(c.name, ())) for c in pod.containers]
         used: set[int] = set()
         for request, zones in requests:
             used.update(zones)

@@ -46,6 +46,7 @@ from toposched.exporter.podresources.client import PodResourcesClient, PodResour
 from toposched.exporter.sysfs import read_machine
 from toposched.exporter.topology import Inputs, PodUse, build
 from toposched.schedhook.placement.kubelet.admission import predict
+from toposched.schedhook.placement.kubelet.claims import effective
 from toposched.schedhook.placement.model import Pod
 from toposched.schedhook.placement.parse import from_nrt, pod_from_spec
 
@@ -280,11 +281,11 @@ def _does_not_fit(pod: Pod, admitted: Sequence[Pod], allocatable: Mapping[str, D
     """What NodeResourcesFit would say of the pod on this node ("" when it fits)."""
     used: dict[str, Decimal] = {}
     for other in admitted:
-        for resource, amount in other.effective().items():
+        for resource, amount in effective(other).items():
             used[resource] = used.get(resource, Decimal(0)) + amount
     if Decimal(len(admitted) + 1) > allocatable.get("pods", Decimal(110)):
         return "pods"
-    for resource, amount in pod.effective().items():
+    for resource, amount in effective(pod).items():
         if amount > 0 and used.get(resource, Decimal(0)) + amount > allocatable.get(resource, Decimal(0)):
             return (
                 f"{resource} {amount} requested, {allocatable.get(resource, Decimal(0)) - used.get(resource, 0)} left"

@@ -15,26 +15,29 @@ The table is kept between calls: ``sync`` rebuilds only the rows whose NodeTopol
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
+from toposched.apis.kubelet import FULL_PCPUS_ONLY, POD_SCOPE, SINGLE_NUMA_NODE, STATIC_CPU, STATIC_MEMORY
 from toposched.schedhook.placement.kubelet import hints
-from toposched.schedhook.placement.kubelet.claims import (
-    CPU,
-    FULL_PCPUS_ONLY,
-    STATIC_CPU,
-    STATIC_MEMORY,
-    container_claims,
-)
+from toposched.schedhook.placement.kubelet.claims import CPU, container_claims, device, qos
+from toposched.schedhook.placement.kubelet.devicemanager import not_enough
+from toposched.schedhook.placement.kubelet.facts import facts_of
 from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli, milli_request
-from toposched.schedhook.placement.kubelet.state import memory_groups
-from toposched.schedhook.placement.kubelet.topologymanager import SINGLE_NUMA_NODE, single_numa_choice
-from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, Pod, container_request
-from toposched.schedhook.placement.score import EXACT, LEAST_ALLOCATED, MAX_SCORE, MOST_ALLOCATED, allocation_score
+from toposched.schedhook.placement.kubelet.reasons import cannot_align, cannot_allocate, first_shortfall, subject
+from toposched.schedhook.placement.kubelet.topologymanager import single_numa_choice
+from toposched.schedhook.placement.model import HOST_LEVEL, POD, NodeTopology, Pod
+from toposched.schedhook.placement.score import (
+    EXACT,
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    allocation_score,
+    flat_score,
+)
 
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 MEMO_SHAPES = 32
@@ -42,7 +45,7 @@ MEMO_SHAPES = 32
 VERDICT_SHAPES = 8
 """Pod shapes whose per-node predictions (nodes answered one by one) a table keeps."""
 MEMO_DETAILS = 4096
-"""Shortfall texts a memo may collect over its patches (at least twice its first count)."""
+"""Reason texts a memo may collect over its patches (at least twice its first count)."""
 
 
 @dataclass
@@ -53,9 +56,8 @@ class Answer:
     numa_zone: Ints
     """The NUMA id the kubelet would use, or -1 when no request gets a hint (every zone)."""
     score: Ints
-    shortfall: Ints
-    """Per row, a position in ``details`` (-1: none): for rejected rows, which request no zone can
-    hold, when some zone reports it."""
+    reason: Ints
+    """Per row, why it is rejected as a position in ``details`` (-1: admitted)."""
     details: list[str]
 
 
@@ -76,10 +78,14 @@ class NodeTable:
         "capacity",
         "allocatable",
         "available",
-        "reported",
+        "aligned",
+        "bearing",
+        "reach_held",
+        "reach_free",
+        "loose",
         "in_available",
         "single_numa",
-        "grouped",
+        "pinnable",
         "cpu_zones",
         "zone_count",
         "cpu_static",
@@ -96,12 +102,19 @@ class NodeTable:
         self.capacity = np.zeros(shape, dtype=np.int64)
         self.allocatable = np.zeros(shape, dtype=np.int64)
         self.available = np.zeros(shape, dtype=np.int64)
-        self.reported = np.zeros((resources, rows), dtype=np.bool_)
-        """Some zone lists the resource in allocatable (a device no zone reports is host-level)."""
+        self.aligned = np.zeros((resources, rows), dtype=np.bool_)
+        """The device manager aligns the resource (``DeviceFacts.aligned``; else it gives no hint)."""
+        self.bearing = np.zeros((resources, rows), dtype=np.int64)
+        """How many zones have devices of the resource (``DeviceFacts.bearing``)."""
+        self.reach_held = np.zeros(shape, dtype=np.int64)
+        self.reach_free = np.zeros(shape, dtype=np.int64)
+        """The devices (free ones) a device resource's single-zone masks reach (``DeviceFacts.reach``), in thousandths."""
+        self.loose = np.full((resources, rows), -1, dtype=np.int64)
+        """Free devices of a resource listed without any topology (``DeviceFacts.loose``; -1: none such)."""
         self.in_available = np.zeros((resources, rows), dtype=np.bool_)
         self.single_numa = np.zeros(rows, dtype=np.bool_)
-        self.grouped = np.zeros((zones, rows), dtype=np.bool_)
-        """The zone's pinned memory belongs to a multi-NUMA group (no single-zone memory hint)."""
+        self.pinnable = np.zeros((zones, rows), dtype=np.bool_)
+        """May memory be pinned to the zone alone (``NodeFacts.pinnable``)."""
         self.cpu_zones = np.zeros(rows, dtype=np.int64)
         """How many zones have CPUs (the NUMA nodes the CPU manager knows)."""
         self.zone_count = np.zeros(rows, dtype=np.int64)
@@ -132,9 +145,7 @@ class NodeTable:
                 continue
             if i is not None and self.nodes[i] is node:
                 continue
-            if len(node.zones) > self.numa.shape[0] or any(
-                r not in self.columns for z in node.zones for r in (*z.allocatable, *z.available)
-            ):
+            if len(node.zones) > self.numa.shape[0] or any(r not in self.columns for r in _resources(node)):
                 self._rebuild(nodes)
                 return
             if i is None:
@@ -172,7 +183,7 @@ class NodeTable:
 
     def _rebuild(self, nodes: Mapping[str, NodeTopology]) -> None:
         zones = max((len(n.zones) for n in nodes.values()), default=1) or 1
-        resources = {r for n in nodes.values() for z in n.zones for r in (*z.allocatable, *z.available)}
+        resources = {r for n in nodes.values() for r in _resources(n)}
         self.names = list(nodes)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.columns = {r: i for i, r in enumerate(sorted(resources))}
@@ -185,13 +196,15 @@ class NodeTable:
                 self._fill(i, node)
 
     def _fill(self, i: int, node: NodeTopology) -> None:
-        for array in (self.capacity, self.allocatable, self.available):
+        facts = facts_of(node)
+        for array in (self.capacity, self.allocatable, self.available, self.reach_held, self.reach_free):
             array[:, :, i] = 0
         self.numa[:, i] = -1
-        self.reported[:, i] = False
         self.in_available[:, i] = False
+        self.pinnable[:, i] = False
         for z, zone in enumerate(node.zones):
             self.numa[z, i] = zone.numa
+            self.pinnable[z, i] = facts.pinnable[facts.position[zone.numa]]
             for array, values in (
                 (self.capacity, zone.capacity),
                 (self.allocatable, zone.allocatable),
@@ -200,23 +213,26 @@ class NodeTable:
                 for resource, value in values.items():
                     amount = array[self.columns[resource], z, i] = milli(value)
                     self.large = self.large or amount > EXACT
-            for resource in zone.allocatable:
-                self.reported[self.columns[resource], i] = True
             for resource in zone.available:
                 self.in_available[self.columns[resource], i] = True
-        self.grouped[:, i] = False
-        if node.memory_groups or any(zone.memory_cells is not None for zone in node.zones):
-            groups = memory_groups(node)
-            self.grouped[: len(node.zones), i] = [zone.numa in groups for zone in node.zones]
+        for resource, column in self.columns.items():
+            known = facts.devices(resource) if device(resource) else None
+            self.aligned[column, i] = known is not None and known.aligned
+            self.bearing[column, i] = len(known.bearing) if known is not None else 0
+            self.loose[column, i] = known.loose if known is not None else -1
+            if known is not None:
+                for z, zone in enumerate(node.zones):
+                    held, free = known.reach[facts.position[zone.numa]]
+                    self.reach_held[column, z, i], self.reach_free[column, z, i] = 1000 * held, 1000 * free
         self.zone_count[i] = len(node.zones)
-        self.cpu_zones[i] = sum(1 for zone in node.zones if zone.capacity.get(CPU, Decimal(0)) > 0)
+        self.cpu_zones[i] = len(facts.cpu_ids)
         # full-pcpus-only can reject what the zones hold (whole cores): such nodes ask the predictor.
         self.single_numa[i] = (
             node.policy == SINGLE_NUMA_NODE and node.knows_managers and FULL_PCPUS_ONLY not in node.cpu_options
         )
         self.cpu_static[i] = node.cpu_manager == STATIC_CPU
         self.memory_static[i] = node.memory_manager == STATIC_MEMORY
-        self.pod_scope[i] = node.scope == "pod"
+        self.pod_scope[i] = node.scope == POD_SCOPE
         self.version[i] += 1
 
     def verdicts(self, shape: Hashable) -> dict[str, tuple[weakref.ref[NodeTopology], Any]]:
@@ -250,9 +266,9 @@ class NodeTable:
         rows change (a bind's reservation, an NRT update). So the answer for every row is kept
         per pod shape, and only rows whose version moved are computed again.
         """
-        request = container_request(pod.containers[0])
-        # In request order: a shortfall reason names the first short request.
-        key = (tuple(request.items()), pod.qos, strategy, tuple(sorted(weights.items())))
+        container = pod.containers[0]
+        # In request order: a shortfall reason names the first short request (and the container).
+        key = (container.name, tuple(container.request.items()), qos(pod), strategy, tuple(sorted(weights.items())))
         memo = self._memo.get(key)
         if memo is None or len(memo.answer.details) > memo.limit:
             query = _Query(pod, strategy, weights)
@@ -272,7 +288,7 @@ class NodeTable:
             admitted=whole.admitted[rows],
             numa_zone=whole.numa_zone[rows],
             score=whole.score[rows],
-            shortfall=whole.shortfall[rows],
+            reason=whole.reason[rows],
             details=whole.details,
         )
 
@@ -285,29 +301,29 @@ class NodeTable:
         first = np.maximum(first, 0)
         picked = np.arange(len(first))
         zone = np.where(hinted, view.numa[first, picked], -1)
-        if query.guaranteed:
+        if query.flat is None:
             score = view.score(query, hinted, picked, first, valid)
         else:
-            score = np.full(len(first), MAX_SCORE, dtype=np.int64)
-        shortfall, details = first_shortfall(
-            query.requests, view.available_of, len(admitted), np.flatnonzero(~admitted)
-        )
-        return Answer(admitted=admitted, numa_zone=zone, score=score, shortfall=shortfall, details=details)
+            score = np.full(len(first), query.flat, dtype=np.int64)
+        reason, details = view.reasons(query, admitted)
+        return Answer(admitted=reason < 0, numa_zone=zone, score=score, reason=reason, details=details)
 
 
 class _Query:
     """What a pod shape asks of every row, worked out once for all its evaluations."""
 
     def __init__(self, pod: Pod, strategy: str, weights: Mapping[str, int]) -> None:
-        request = container_request(pod.containers[0])
+        container = pod.containers[0]
+        request = container.request
         self.requests = list(request.items())
-        self.guaranteed = pod.qos == "Guaranteed"
+        self.subject = subject(pod, container)
+        self.flat = flat_score(pod)
         self.strategy = strategy
-        claims = container_claims(pod, pod.containers[0])
+        claims = container_claims(pod, container)
         self.cpus = milli_request(Decimal(claims.cpus))
         self.memory = list(claims.memory)
         self.memory_amounts = np.array([milli_request(q) for q in claims.memory.values()], dtype=np.int64)
-        self.devices = [(r, milli_request(q)) for r, q in claims.devices.items()]
+        self.devices = [(r, q, milli_request(q)) for r, q in claims.devices.items()]
         scored = {r: q for r, q in request.items() if q > 0 and r not in HOST_LEVEL}
         self.scored = list(scored)
         self.wanted = np.array([milli_request(q) for q in scored.values()], dtype=np.int64)
@@ -318,19 +334,23 @@ class _Rows:
     """Some rows of a table, each array gathered once (views of the table when ``at`` is every row)."""
 
     def __init__(self, table: NodeTable, at: Ints | slice) -> None:
+        self.table, self.at = table, at
         self.columns = table.columns
         self.large = table.large
         self.numa = table.numa[:, at]
         self.capacity = table.capacity[:, :, at]
         self.allocatable = table.allocatable[:, :, at]
         self.available = table.available[:, :, at]
-        self.reported = table.reported[:, at]
+        self.aligned = table.aligned[:, at]
+        self.bearing = table.bearing[:, at]
+        self.loose = table.loose[:, at]
         self.in_available = table.in_available[:, at]
+        self.pod_scope = table.pod_scope[at]
         self.cpu_static = table.cpu_static[at]
         self.memory_static = table.memory_static[at]
         self.cpu_zones = table.cpu_zones[at]
         self.zone_count = table.zone_count[at]
-        self.grouped = table.grouped[:, at]
+        self.pinnable = table.pinnable[:, at]
 
     def preferred(self, query: _Query) -> list[tuple[Bools, Bools]]:
         """Per manager that may hint: on which rows it does, and its preferred single zones there."""
@@ -347,20 +367,50 @@ class _Rows:
                 self.stacked(self.available, query.memory),
                 query.memory_amounts,
                 known=self.zone_count,
-                allowed=~self.grouped,
+                allowed=self.pinnable,
             )
             out.append((self.memory_static, prefers))
-        for resource, amount in query.devices:
+        for resource, _, amount in query.devices:
             column = self.columns.get(resource)
             if column is None:
-                continue  # no node's zones report it: no hint anywhere
-            held, free = self.allocatable[column], self.available[column]
-            known = (held > 0).sum(axis=0)  # the zones with devices of the resource
-            # One zone's figures count every device attached to it, shared ones too: what the
-            # device manager counts for a mask of that zone alone.
-            _, prefers = hints.device_hints(singles, held, free, amount, known)
-            out.append((self.reported[column], prefers))
+                continue  # no node lists it: no hint anywhere
+            held, free = self.table.reach_held[column][:, self.at], self.table.reach_free[column][:, self.at]
+            _, prefers = hints.device_hints(singles, held, free, amount, self.bearing[column])
+            out.append((self.aligned[column], prefers))
         return out
+
+    def reasons(self, query: _Query, merged: Bools) -> tuple[Ints, list[str]]:
+        """Why each row rejects the pod (-1: it admits it), as positions in the returned texts: the
+        Topology Manager's merge, else the device manager's allocation of devices without topology
+        (the only allocation that can fail once single-numa-node admitted one container)."""
+        reason = np.full(len(merged), -1, dtype=np.int64)
+        texts: list[str] = []
+        misaligned = np.flatnonzero(~merged)
+        if len(misaligned):
+            detail, details = first_shortfall(query.requests, self.available_of, len(merged), misaligned)
+            codes = (detail[misaligned] + 1) * 2 + self.pod_scope[misaligned]  # few distinct among many rows
+            distinct, of = np.unique(codes, return_inverse=True)
+            for code in distinct.tolist():
+                shortfall, scoped = divmod(code, 2)
+                who = POD if scoped else query.subject
+                texts.append(cannot_align(who, SINGLE_NUMA_NODE, details[shortfall - 1] if shortfall else ""))
+            reason[misaligned] = of.reshape(-1)
+        for resource, amount, wanted in query.devices:
+            column = self.columns.get(resource)
+            if column is None:
+                continue
+            loose = self.loose[column]
+            short = np.flatnonzero((reason < 0) & (loose >= 0) & (1000 * loose < wanted))
+            if not len(short):
+                continue
+            codes = loose[short] * 2 + self.pod_scope[short]
+            distinct, of = np.unique(codes, return_inverse=True)
+            first = len(texts)
+            for code in distinct.tolist():
+                free, scoped = divmod(code, 2)
+                texts.append(cannot_allocate(POD if scoped else query.subject, not_enough(resource, amount, free)))
+            reason[short] = first + of.reshape(-1)
+        return reason, texts
 
     def column(self, array: Ints, resource: str) -> Ints:
         """[zone, row] of one resource; zeros where no row has it."""
@@ -395,36 +445,6 @@ class _Rows:
         return allocation_score(query.strategy, query.wanted, free, query.weights, self.large)
 
 
-Available = Callable[[str], "tuple[Ints, Bools] | None"]
-"""resource -> ([zone, row] available, [row] whether some zone reports it), or None: no row has it."""
-
-
-def first_shortfall(
-    requests: Sequence[tuple[str, Decimal]], available: Available, rows: int, rejected: Ints
-) -> tuple[Ints, list[str]]:
-    """Why each of the ``rejected`` rows (of ``rows``) fails, as a position in the returned texts
-    (-1: none found): the first request, in order, that some zone reports but no zone has enough
-    of, e.g. ``cpu 6 requested, best zone has 4 available``."""
-    detail = np.full(rows, -1, dtype=np.int64)
-    details: list[str] = []
-    open_ = rejected
-    for resource, amount in requests:
-        found = available(resource) if len(open_) else None
-        if found is None:
-            continue
-        values, reported = found
-        best = values[:, open_].max(axis=0)
-        short = reported[open_] & (milli_request(amount) > best)
-        if not short.any():
-            continue
-        distinct, of = np.unique(best[short], return_inverse=True)  # a few distinct values among many rows
-        detail[open_[short]] = len(details) + of.reshape(-1)
-        head = f"{resource} {show_quantity(amount)} requested, best zone has "
-        details.extend(f"{head}{show_quantity(Decimal(v) / 1000)} available" for v in distinct.tolist())
-        open_ = open_[~short]
-    return detail, details
-
-
 class _Memo:
     """Answers for every row of the table for one pod shape, with the row versions they saw."""
 
@@ -434,7 +454,7 @@ class _Memo:
         self.answer = answer
         self._detail_ids = {text: i for i, text in enumerate(answer.details)}
         self.limit = max(MEMO_DETAILS, 2 * len(answer.details))
-        """Patches add shortfall texts; past this many the memo starts afresh."""
+        """Patches add reason texts; past this many the memo starts afresh."""
 
     def patch(self, rows: Ints, fresh: Answer) -> None:
         whole = self.answer
@@ -442,7 +462,7 @@ class _Memo:
         whole.numa_zone[rows] = fresh.numa_zone
         whole.score[rows] = fresh.score
         ids = np.array([self._detail_id(text) for text in fresh.details] + [-1], dtype=np.int64)
-        whole.shortfall[rows] = ids[fresh.shortfall]  # -1 picks the trailing -1
+        whole.reason[rows] = ids[fresh.reason]  # -1 picks the trailing -1
 
     def _detail_id(self, text: str) -> int:
         found = self._detail_ids.get(text)
@@ -450,11 +470,6 @@ class _Memo:
             found = self._detail_ids[text] = len(self.answer.details)
             self.answer.details.append(text)
         return found
-
-
-def show_quantity(value: Decimal) -> str:
-    """``6``, ``0.5``: how reasons print a quantity."""
-    return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
 
 
 def eligible_pod(pod: Pod, strategy: str, exclusive: bool) -> bool:
@@ -465,3 +480,8 @@ def eligible_pod(pod: Pod, strategy: str, exclusive: bool) -> bool:
         and not pod.init_containers
         and pod.resources is None
     )
+
+
+def _resources(node: NodeTopology) -> set[str]:
+    """The resources a node's row has columns for: its zones', and devices it lists only as groups."""
+    return {*(r for z in node.zones for r in (*z.allocatable, *z.available)), *node.device_groups}

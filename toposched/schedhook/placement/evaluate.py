@@ -6,7 +6,6 @@ Shared by the extender (filter and prioritize), ``toposched explain`` and the be
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -14,13 +13,13 @@ import numpy.typing as npt
 
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
+from toposched.apis.kubelet import SINGLE_NUMA_NODE, STATIC_CPU, STATIC_MEMORY
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement.columnar import NodeTable, eligible_pod, first_shortfall
+from toposched.schedhook.placement.columnar import NodeTable, eligible_pod
 from toposched.schedhook.placement.kubelet.admission import predict
-from toposched.schedhook.placement.kubelet.claims import STATIC_CPU, STATIC_MEMORY, holds_exclusive
-from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli
-from toposched.schedhook.placement.kubelet.topologymanager import NONE, SINGLE_NUMA_NODE
-from toposched.schedhook.placement.model import NodeTopology, Pod, container_request
+from toposched.schedhook.placement.kubelet.claims import holds_exclusive
+from toposched.schedhook.placement.kubelet.hints import Ints
+from toposched.schedhook.placement.model import NodeTopology, Pod
 from toposched.schedhook.placement.network import (
     Edge,
     Location,
@@ -74,21 +73,6 @@ class NodeResult:
             "scores": self.scores,
             "score": self.score,
         }
-
-
-def shortfall(pod: Pod, node: NodeTopology) -> str:
-    """Which request no single zone can hold: ``cpu 6 requested, best zone has 4 available``."""
-    if not node.zones:
-        return ""
-    requests = [(r, q) for c in (*pod.init_containers, *pod.containers) for r, q in container_request(c).items()]
-
-    def available(resource: str) -> tuple[Ints, Bools]:
-        values = [[milli(z.available.get(resource, Decimal(0)))] for z in node.zones]
-        reported = any(resource in z.available for z in node.zones)
-        return np.array(values, dtype=np.int64), np.array([reported])
-
-    detail, details = first_shortfall(requests, available, 1, np.zeros(1, dtype=np.int64))
-    return details[int(detail[0])] if detail[0] >= 0 else ""
 
 
 def _edges(appgroup: AppGroup) -> list[Edge]:
@@ -258,9 +242,10 @@ def evaluate(
     _invalid_nodes(results, snapshot)
     _blind_nodes(pod, results, snapshot)
     columnar = np.zeros(len(candidates), dtype=np.bool_)
+    # The table answers nodes under single-numa-node: where the pod's own policy is that one too.
     if (
         config.vectorize
-        and pod_policy.policy in (NONE, SINGLE_NUMA_NODE)
+        and _applies(pod_policy, SINGLE_NUMA_NODE) == SINGLE_NUMA_NODE
         and eligible_pod(pod, config.numa_strategy, pod_policy.exclusive is not None)
     ):
         known = rows >= 0
@@ -318,21 +303,7 @@ def _columnar(pod: Pod, results: Results, which: Ints, config: PlacementConfig) 
     answer = table.answer(pod, results.rows[which], config.numa_strategy, config.resource_weights)
     rejected = np.flatnonzero(~answer.admitted)
     if len(rejected):
-        failed = which[rejected]
-        # One reason per (scope, shortfall) pair, not per node.
-        scoped = table.pod_scope[results.rows[failed]].astype(np.int64)
-        pair = (answer.shortfall[rejected] + 1) * 2 + scoped
-        pairs = np.flatnonzero(np.bincount(pair))  # the pairs present, without sorting every node's
-        position = np.zeros(int(pairs[-1]) + 1, dtype=np.int64)
-        position[pairs] = np.arange(len(pairs))
-        of = position[pair]
-        reasons = []
-        for code in pairs.tolist():
-            detail, pod_scope = divmod(code, 2)
-            head = "cannot align pod" if pod_scope else f"cannot align container {pod.containers[0].name}"
-            head += " on one NUMA zone"
-            reasons.append(f"{head}: {answer.details[detail - 1]}" if detail else head)
-        results.fail_many(failed, reasons, of)
+        results.fail_many(which[rejected], answer.details, answer.reason[rejected])
     admitted = which[answer.admitted]
     results.numa_zone[admitted] = answer.numa_zone[answer.admitted]
     results.numa_score[admitted] = answer.score[answer.admitted]
@@ -380,6 +351,14 @@ _Outcome = str | tuple[tuple[int, ...], int]
 """Why the node fails, or the predicted NUMA zones and the NUMA score."""
 
 
+def _applies(pod_policy: PodPolicy, node_policy: str) -> str | None:
+    """The policy a node applies to the pod, None where the two disagree."""
+    try:
+        return effective_policy(pod_policy, node_policy)
+    except PolicyError:
+        return None
+
+
 def _predict(pod: Pod, pod_policy: PodPolicy, nrt: NodeTopology, config: PlacementConfig) -> _Outcome:
     try:
         policy = effective_policy(pod_policy, nrt.policy)
@@ -388,8 +367,7 @@ def _predict(pod: Pod, pod_policy: PodPolicy, nrt: NodeTopology, config: Placeme
     node = nrt if policy == nrt.policy else replace(nrt, policy=policy)
     verdict = predict(node, pod)
     if not verdict.admit:
-        detail = shortfall(pod, node)
-        return f"{verdict.reason} on one NUMA zone" + (f": {detail}" if detail else "")
+        return verdict.reason
     zones = tuple(sorted({n for ids in verdict.numa.values() for n in ids}))
     return zones, node_score(config.numa_strategy, node, pod, verdict.numa, config.resource_weights)
 

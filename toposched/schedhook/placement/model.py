@@ -11,13 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 from toposched.apis.devicegroups import DeviceGroup
-from toposched.schedhook.placement.kubelet.topologymanager import NONE
+from toposched.apis.kubelet import CONTAINER_SCOPE, NONE
 
 HOST_LEVEL = ("ephemeral-storage", "storage")
-
-
-def numa_affine(resource: str) -> bool:
-    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
 
 
 @dataclass(frozen=True)
@@ -34,22 +30,13 @@ class NumaZone:
     socket: int | None = None
     """The physical package of the zone's CPUs (None: the NRT does not say)."""
 
-    @functools.cached_property
-    def floats(self) -> dict[str, dict[str, float]]:
-        """The same values as floats, for the fast path (computed once per zone)."""
-        return {
-            "capacity": {k: float(v) for k, v in self.capacity.items()},
-            "allocatable": {k: float(v) for k, v in self.allocatable.items()},
-            "available": {k: float(v) for k, v in self.available.items()},
-        }
-
 
 @dataclass(frozen=True)
 class NodeTopology:
     name: str
     zones: tuple[NumaZone, ...]
     policy: str = NONE
-    scope: str = "container"
+    scope: str = CONTAINER_SCOPE
     cpu_manager: str | None = None
     """None: the NRT does not say (fall back to the upstream filter)."""
     memory_manager: str | None = None
@@ -75,14 +62,9 @@ class NodeTopology:
         return [z.numa for z in self.zones]
 
     @functools.cached_property
-    def reported(self) -> frozenset[str]:
-        """Resources some zone reports (a device resource no zone reports is host-level)."""
-        return frozenset(r for z in self.zones for r in z.allocatable)
-
-    @functools.cached_property
-    def vectors(self) -> dict[tuple[str, str], Any]:
-        """(capacity, allocatable or available; resource) -> per-zone amounts in thousandths, filled by
-        the predictor as it reads them (the node never changes, many pods read it)."""
+    def memo(self) -> dict[str, Any]:
+        """What the kubelet's rules derive from the node (``kubelet.facts``), kept with it: the node
+        never changes, and many pods are predicted on it."""
         return {}
 
     @property
@@ -122,89 +104,14 @@ class Pod:
         return tuple(of(c) for c in self.init_containers), tuple(of(c) for c in self.containers), level
 
     @functools.cached_property
-    def pod_level(self) -> bool:
-        """Are pod-level resources set (CPU, memory or hugepages in ``spec.resources``)? The kubelet's
-        CPU and Memory Managers then leave the pod alone (1.36, without the alpha
-        PodLevelResourceManagers gate): no exclusive CPUs, no pinned memory, no hints from them."""
-        level = self.resources
-        return level is not None and any(_at_pod_level(r) for r in (*level.requests, *level.limits))
-
-    @functools.cached_property
-    def qos(self) -> str:
-        """The pod's QoS class as Kubernetes computes it (zero amounts count as unset); from the
-        pod-level resources alone when the spec has them."""
-        if self.resources is not None:
-            return _pod_level_qos(self.resources)
-        everything = [*self.init_containers, *self.containers]
-
-        def positive(values: Mapping[str, Decimal], resource: str) -> Decimal | None:
-            amount = values.get(resource)
-            return amount if amount is not None and amount > 0 else None
-
-        if all(
-            positive(c.requests, r) is None and positive(c.limits, r) is None
-            for c in everything
-            for r in ("cpu", "memory")
-        ):
-            return "BestEffort"
-        for c in everything:
-            for r in ("cpu", "memory"):
-                limit = positive(c.limits, r)
-                request = c.requests.get(r, limit)  # the apiserver defaults an absent request to the limit
-                if limit is None or request != limit:
-                    return "Burstable"
-        return "Guaranteed"
-
-    def effective(self) -> dict[str, Decimal]:
-        """The pod-level request, as the apiserver and the scheduler count it: the larger of the sum
-        over app and sidecar containers and, for each regular init container, its request plus the
-        sidecars started before it; a resource set at pod level counts as set there."""
-        found = self._containers_effective()
-        if self.pod_level and self.resources is not None:
-            found.update((r, q) for r, q in self.resources.request.items() if _at_pod_level(r))
-        return found
-
-    def _containers_effective(self) -> dict[str, Decimal]:
-        total: dict[str, Decimal] = {}
-        for c in self.containers:
-            for r, q in container_request(c).items():
-                total[r] = total.get(r, Decimal(0)) + q
-        sidecars: dict[str, Decimal] = {}
-        peak: dict[str, Decimal] = {}
-        for c in self.init_containers:
-            request = container_request(c)
-            if c.sidecar:
-                for r, q in request.items():
-                    total[r] = total.get(r, Decimal(0)) + q
-                    sidecars[r] = sidecars.get(r, Decimal(0)) + q
-                running = dict(sidecars)
-            else:
-                running = {r: request.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in {**request, **sidecars}}
-            for r, q in running.items():
-                peak[r] = max(peak.get(r, Decimal(0)), q)
-        return {r: max(total.get(r, Decimal(0)), peak.get(r, Decimal(0))) for r in {**total, **peak}}
+    def memo(self) -> dict[str, Any]:
+        """What the kubelet's rules derive from the pod (``kubelet.claims``), kept with it: the
+        extender predicts one pod on thousands of nodes."""
+        return {}
 
 
-def _at_pod_level(resource: str) -> bool:
-    """A resource pod-level resources may set (the kubelet's IsSupportedPodLevelResource)."""
-    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
-
-
-def _pod_level_qos(level: Container) -> str:
-    """ComputePodQOS from pod-level resources: Guaranteed when CPU and memory limits are set and
-    every request equals its limit."""
-    requests = {r: q for r, q in level.request.items() if q > 0 and r in ("cpu", "memory")}
-    limits = {r: q for r, q in level.limits.items() if q > 0 and r in ("cpu", "memory")}
-    if not requests and not limits:
-        return "BestEffort"
-    if {"cpu", "memory"} <= set(limits) and requests == limits:
-        return "Guaranteed"
-    return "Burstable"
-
-
-def container_request(c: Container) -> dict[str, Decimal]:
-    """Requests, defaulting to limits as the apiserver does."""
-    return c.request
+POD = "pod"
+"""A verdict's key for the whole pod (the pod scope), where it has container names otherwise."""
 
 
 @dataclass(frozen=True)

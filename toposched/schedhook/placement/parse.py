@@ -36,17 +36,25 @@ from toposched.apis.constants import (
     ZONE_LABEL,
 )
 from toposched.apis.devicegroups import DeviceGroup, parse_groups
+from toposched.apis.kubelet import (
+    ALIGN_BY_SOCKET,
+    ALIGN_BY_UNCORE_CACHE,
+    CONTAINER_SCOPE,
+    CPU_POLICIES,
+    DISTRIBUTE_ACROSS_NUMA,
+    FULL_PCPUS_ONLY,
+    LEGACY_POLICIES,
+    MEMORY_POLICIES,
+    NONE,
+    POLICIES,
+    SCOPES,
+    SINGLE_NUMA_NODE,
+)
 from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
-from toposched.schedhook.placement.kubelet.claims import (
-    ALIGN_BY_SOCKET,
-    ALIGN_BY_UNCORE_CACHE,
-    DISTRIBUTE_ACROSS_NUMA,
-    FULL_PCPUS_ONLY,
-)
-from toposched.schedhook.placement.kubelet.topologymanager import NONE, POLICIES, SINGLE_NUMA_NODE, mask
+from toposched.schedhook.placement.kubelet.topologymanager import mask
 from toposched.schedhook.placement.model import Container, NodeTopology, NumaZone, Placed, Pod
 from toposched.schedhook.placement.network import Link, Location
 
@@ -54,9 +62,9 @@ _NUMA_ZONE = re.compile(re.escape(NRT_ZONE_PREFIX) + r"(0|[1-9][0-9]{0,3})")
 _DECIMAL = re.compile(r"[0-9]{1,9}")
 KNOWN_VALUES: dict[str, tuple[str, ...]] = {
     NRT_ATTR_TOPOLOGY_MANAGER_POLICY: POLICIES,
-    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: ("container", "pod"),
-    NRT_ATTR_CPU_MANAGER_POLICY: ("none", "static"),
-    NRT_ATTR_MEMORY_MANAGER_POLICY: ("None", "Static"),
+    NRT_ATTR_TOPOLOGY_MANAGER_SCOPE: SCOPES,
+    NRT_ATTR_CPU_MANAGER_POLICY: CPU_POLICIES,
+    NRT_ATTR_MEMORY_MANAGER_POLICY: MEMORY_POLICIES,
 }
 """The values of the kubelet's policies the predictor follows: any other (``Single-NUMA-Node``, a
 policy of a newer kubelet) makes the node unknown, never NUMA-free."""
@@ -87,36 +95,11 @@ CPU_OPTION_CONFLICTS = (
     (ALIGN_BY_UNCORE_CACHE, DISTRIBUTE_ACROSS_NUMA),
 )
 """CPU Manager options the kubelet (1.36) refuses together: a node so configured runs no pods."""
-LEGACY_POLICIES = {
-    "SingleNUMANodeContainerLevel": (SINGLE_NUMA_NODE, "container"),
-    "SingleNUMANodePodLevel": (SINGLE_NUMA_NODE, "pod"),
-    "Restricted": ("restricted", "container"),
-    "RestrictedContainerLevel": ("restricted", "container"),
-    "RestrictedPodLevel": ("restricted", "pod"),
-    "BestEffort": ("best-effort", "container"),
-    "BestEffortContainerLevel": ("best-effort", "container"),
-    "BestEffortPodLevel": ("best-effort", "pod"),
-    "None": (NONE, "container"),
-}
 
 
 def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] | None = None) -> NodeTopology:
     """The node as the predictor sees it; zones other than NUMA nodes, or with ids above 63, are ignored."""
-    policy, scope = NONE, "container"
-    if nrt.topology_policies:
-        legacy = nrt.topology_policies[0]
-        if legacy not in LEGACY_POLICIES:
-            raise ValueError(f"topologyPolicies: {legacy!r} is no policy toposched knows")
-        policy, scope = LEGACY_POLICIES[legacy]
-    for name, known in KNOWN_VALUES.items():
-        value = nrt.attribute(name)
-        if value is not None and value not in known:
-            raise ValueError(
-                f"attributes.{name}: {value!r} is no value toposched knows ({', '.join(known)}): the node's "
-                "admission cannot be predicted"
-            )
-    policy = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY) or policy
-    scope = nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_SCOPE) or scope
+    policy, scope = _policy(nrt)
     options = _options(nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY_OPTIONS))
     cpu_options = _cpu_options(nrt.attribute(NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS))
     threads = _count(nrt.attribute(NRT_ATTR_THREADS_PER_CORE), low=1)
@@ -125,25 +108,7 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
             f"attributes.{NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS}: {FULL_PCPUS_ONLY} without "
             f"{NRT_ATTR_THREADS_PER_CORE}: which requests the kubelet rejects cannot be predicted"
         )
-    zones = []
-    distances: dict[int, dict[int, int]] = {}
-    for z in nrt.zones:
-        numa = _numa_id(z.name)
-        if z.type != "Node" or numa is None or numa > 63:
-            continue
-        resources = z.resources or []
-        distances[numa] = {other: c.value for c in z.costs or [] if (other := _numa_id(c.name)) is not None}
-        zones.append(
-            NumaZone(
-                numa=numa,
-                capacity={r.name: parse_quantity(r.capacity) for r in resources},
-                allocatable={r.name: parse_quantity(r.allocatable) for r in resources},
-                available={r.name: parse_quantity(r.available) for r in resources},
-                free_cores=_count(z.attribute(NRT_ZONE_ATTR_FREE_CORES)),
-                memory_cells=_cells(z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS)),
-                socket=_count(z.attribute(NRT_ZONE_ATTR_SOCKET), low=0),
-            )
-        )
+    zones, distances = _zones(nrt)
     if ALIGN_BY_SOCKET in cpu_options:
         _check_align_by_socket(policy, zones)
     for a, b in CPU_OPTION_CONFLICTS:
@@ -173,6 +138,51 @@ def from_nrt(nrt: NodeResourceTopology, node_allocatable: Mapping[str, Decimal] 
         cpu_options=cpu_options,
         device_groups=_device_groups(nrt.attribute(NRT_ATTR_DEVICE_GROUPS)),
     )
+
+
+def _policy(nrt: NodeResourceTopology) -> tuple[str, str]:
+    """The Topology Manager's policy and scope: the attributes, else the one-word policy of older
+    NRTs; ValueError for a value the predictor does not follow (never read as NUMA-free)."""
+    policy, scope = NONE, CONTAINER_SCOPE
+    if nrt.topology_policies:
+        legacy = nrt.topology_policies[0]
+        if legacy not in LEGACY_POLICIES:
+            raise ValueError(f"topologyPolicies: {legacy!r} is no policy toposched knows")
+        policy, scope = LEGACY_POLICIES[legacy]
+    for name, known in KNOWN_VALUES.items():
+        value = nrt.attribute(name)
+        if value is not None and value not in known:
+            raise ValueError(
+                f"attributes.{name}: {value!r} is no value toposched knows ({', '.join(known)}): the node's "
+                "admission cannot be predicted"
+            )
+    return nrt.attribute(NRT_ATTR_TOPOLOGY_MANAGER_POLICY) or policy, nrt.attribute(
+        NRT_ATTR_TOPOLOGY_MANAGER_SCOPE
+    ) or scope
+
+
+def _zones(nrt: NodeResourceTopology) -> tuple[list[NumaZone], dict[int, dict[int, int]]]:
+    """The NRT's NUMA zones, and the distances between them from their costs."""
+    zones = []
+    distances: dict[int, dict[int, int]] = {}
+    for z in nrt.zones:
+        numa = _numa_id(z.name)
+        if z.type != "Node" or numa is None or numa > 63:
+            continue
+        resources = z.resources or []
+        distances[numa] = {other: c.value for c in z.costs or [] if (other := _numa_id(c.name)) is not None}
+        zones.append(
+            NumaZone(
+                numa=numa,
+                capacity={r.name: parse_quantity(r.capacity) for r in resources},
+                allocatable={r.name: parse_quantity(r.allocatable) for r in resources},
+                available={r.name: parse_quantity(r.available) for r in resources},
+                free_cores=_count(z.attribute(NRT_ZONE_ATTR_FREE_CORES)),
+                memory_cells=_cells(z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS)),
+                socket=_count(z.attribute(NRT_ZONE_ATTR_SOCKET), low=0),
+            )
+        )
+    return zones, distances
 
 
 def _check_align_by_socket(policy: str, zones: list[NumaZone]) -> None:
@@ -395,11 +405,6 @@ def links_of(nt: NetworkTopology, weights_name: str) -> dict[tuple[str, str, str
                     else Decimal(0),
                 )
     return links
-
-
-def node_view(node: Mapping[str, Any]) -> tuple[Location, dict[str, Decimal]]:
-    """A Node's region/zone and its allocatable resources; ValueError naming the field."""
-    return node_location(node), node_allocatable(node)
 
 
 def node_location(node: Mapping[str, Any]) -> Location:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from toposched.schedhook.placement.kubelet.topologymanager import BEST_EFFORT, NONE, RESTRICTED, SINGLE_NUMA_NODE
+from toposched.apis.kubelet import BEST_EFFORT, NONE, RESTRICTED, SINGLE_NUMA_NODE
 
 POLICY_NAMES = {"": NONE, "BestEffort": BEST_EFFORT, "Restricted": RESTRICTED, "SingleNUMANode": SINGLE_NUMA_NODE}
 EXCLUSIVE = ("Preferred", "Required")

@@ -15,8 +15,10 @@ from decimal import Decimal
 import numpy as np
 import numpy.typing as npt
 
+from toposched.apis.kubelet import POD_SCOPE
+from toposched.schedhook.placement.kubelet.claims import GUARANTEED, effective, numa_affine, qos
 from toposched.schedhook.placement.kubelet.hints import milli, milli_request
-from toposched.schedhook.placement.model import HOST_LEVEL, NodeTopology, NumaZone, Pod, container_request, numa_affine
+from toposched.schedhook.placement.model import HOST_LEVEL, POD, NodeTopology, NumaZone, Pod
 
 Ints = npt.NDArray[np.int64]
 
@@ -30,6 +32,12 @@ MISSING_DISTANCE = 255
 EXACT = np.iinfo(np.int64).max // MAX_SCORE
 """Free amounts (in thousandths) above this make ``share * MAX_SCORE`` overflow 64 bits: zones
 with tens of TiB of memory, which the bounds (``apis.limits``) allow; scored with Python ints."""
+
+
+def flat_score(pod: Pod) -> int | None:
+    """The score of every node for a pod that is not Guaranteed (None for one that is): its
+    requests are not held to any zone, so no node's zones are better than another's."""
+    return None if qos(pod) == GUARANTEED else MAX_SCORE
 
 
 def _scored(request: Mapping[str, Decimal]) -> dict[str, Decimal]:
@@ -100,8 +108,9 @@ def node_score(
     """The node's score; ``predicted`` maps container (or ``pod``) to the NUMA ids the kubelet would use."""
     if strategy == LEAST_NUMA_NODES:
         return least_numa_nodes(node, pod)
-    if pod.qos != "Guaranteed":
-        return MAX_SCORE
+    flat = flat_score(pod)
+    if flat is not None:
+        return flat
     weights = weights or {"cpu": 1, "memory": 1}
     by_id = {z.numa: z for z in node.zones}
 
@@ -112,12 +121,12 @@ def node_score(
         scores = [s for z in node.zones if (s := zone_score(strategy, request, z.available, weights)) > 0]
         return min(scores) if scores else 0  # upstream: assume the worst zone
 
-    if node.scope == "pod":
-        return score_of("pod", pod.effective())
+    if node.scope == POD_SCOPE:
+        return score_of(POD, effective(pod))
     containers = [*pod.init_containers, *pod.containers]
     if not containers:
         return 0
-    return sum(score_of(c.name, container_request(c)) for c in containers) // len(containers)
+    return sum(score_of(c.name, c.request) for c in containers) // len(containers)
 
 
 def _distance(combo: Sequence[int], costs: Mapping[int, Mapping[int, int]]) -> float:
@@ -157,12 +166,12 @@ def least_numa_nodes(node: NodeTopology, pod: Pod) -> int:
     step = MAX_SCORE // node.max_numa
     costs = node.distances
     free = {z.numa: dict(z.available) for z in node.zones}
-    guaranteed = pod.qos == "Guaranteed"
+    guaranteed = qos(pod) == GUARANTEED
     reported = {r for z in node.zones for r in z.available}
-    if node.scope == "pod":
-        requests = [pod.effective()]
+    if node.scope == POD_SCOPE:
+        requests = [effective(pod)]
     else:
-        requests = [container_request(c) for c in [*pod.init_containers, *pod.containers]]
+        requests = [c.request for c in [*pod.init_containers, *pod.containers]]
     worst, optimal, any_numa = 0, True, False
     for request in requests:
         relevant = {r: q for r, q in request.items() if q > 0 and r in reported}
@@ -174,7 +183,7 @@ def least_numa_nodes(node: NodeTopology, pod: Pod) -> int:
             return 0
         k, opt, zones = found
         worst, optimal = max(worst, k), optimal and opt
-        if node.scope != "pod":
+        if node.scope != POD_SCOPE:
             for r, q in relevant.items():  # lowest zone first, as upstream
                 for n in zones:
                     used = min(free[n].get(r, Decimal(0)), q)

@@ -13,7 +13,14 @@ from testkit.paths import EXAMPLES
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.placement.evaluate import evaluate
-from toposched.schedhook.placement.parse import from_nrt, links_of, node_view, parse_pod, placed_pod
+from toposched.schedhook.placement.parse import (
+    from_nrt,
+    links_of,
+    node_allocatable,
+    node_location,
+    parse_pod,
+    placed_pod,
+)
 from toposched.schedhook.placement.podpolicy import parse_annotation
 from toposched.schedhook.placement.snapshot import snapshot
 
@@ -51,7 +58,8 @@ def test_pods(seed: int, rounds: int) -> None:
 def test_nodes_and_bound_pods(seed: int, rounds: int) -> None:
     node = garbled(NODE, seed, rounds)
     if isinstance(node, dict):
-        error = parse_error(lambda: node_view(node))
+        node_location(node)  # never raises
+        error = parse_error(lambda: node_allocatable(node))
         assert error is None or one_line(error)
     pod = garbled(BOUND, seed, rounds)
     if isinstance(pod, dict):

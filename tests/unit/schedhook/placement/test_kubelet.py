@@ -42,8 +42,18 @@ def be(**resources: str | int) -> Container:
     [
         (N1, Pod((Container("c", {}),)), T, ""),
         (N3, Pod((be(nic=5),)), T, ""),
-        (N3, Pod((be(nic=20),)), F, "cannot align pod"),
-        (N1, Pod((be(nic=20),)), F, "cannot align container c"),
+        (
+            N3,
+            Pod((be(nic=20),)),
+            F,
+            "cannot align pod on one NUMA zone: example.com/nic 20 requested, best zone has 5 available",
+        ),
+        (
+            N1,
+            Pod((be(nic=20),)),
+            F,
+            "cannot align container c on one NUMA zone: example.com/nic 20 requested, best zone has 10 available",
+        ),
         (
             N3,
             Pod(
@@ -62,11 +72,21 @@ def be(**resources: str | int) -> Container:
                 (Container("c", q({"cpu": 3, "memory": "3Gi", "example.com/nic": 11}), q({"cpu": 4, "memory": "4Gi"})),)
             ),
             F,
-            "cannot align container c",
+            "cannot align container c on one NUMA zone: example.com/nic 11 requested, best zone has 5 available",
         ),
-        (N1, Pod((g(cpu=9, memory="1Gi", nic=3),)), F, "cannot align container c"),
+        (
+            N1,
+            Pod((g(cpu=9, memory="1Gi", nic=3),)),
+            F,
+            "cannot align container c on one NUMA zone: cpu 9 requested, best zone has 8 available",
+        ),
         (N1, Pod((g(cpu=2, memory="2Gi", hugepages_2Mi=0, nic=3),)), T, ""),
-        (N2, Pod((g(cpu=2, memory="2Gi", hugepages_2Mi="256Mi", nic=3),)), F, "cannot align container c"),
+        (
+            N2,
+            Pod((g(cpu=2, memory="2Gi", hugepages_2Mi="256Mi", nic=3),)),
+            F,
+            "cannot align container c on one NUMA zone: hugepages-2Mi 268435456 requested, best zone has 134217728 available",
+        ),
         (N2, Pod((g(cpu=2, memory="2Gi", hugepages_2Mi="64Mi", nic=3),)), T, ""),
         (
             N2,
@@ -110,7 +130,7 @@ def be(**resources: str | int) -> Container:
             T,
             "",
         ),
-        (N3, Pod(tuple(g(f"c{i}", cpu=3, memory="1Gi") for i in range(3))), F, "cannot align pod"),
+        (N3, Pod(tuple(g(f"c{i}", cpu=3, memory="1Gi") for i in range(3))), F, "cannot align pod on one NUMA zone"),
         (N3, Pod(tuple(g(f"c{i}", cpu=1, memory="1Gi") for i in range(3))), T, ""),
         (
             node(HOST0, scope="pod"),
@@ -134,13 +154,13 @@ def be(**resources: str | int) -> Container:
                 )
             ),
             F,
-            "cannot align pod",
+            "cannot align pod on one NUMA zone",
         ),
         (
             node(HOST0),
             Pod((g("a", cpu=1, memory="4G"), g("b", cpu=1, memory="4G")), (g("init", cpu=40, memory="40G"),)),
             F,
-            "cannot align init container init",
+            "cannot align init container init on one NUMA zone: cpu 40 requested, best zone has 32 available",
         ),
         (
             node(HOST0),
@@ -158,7 +178,7 @@ def be(**resources: str | int) -> Container:
                 tuple(g(f"i{i}", cpu=30, memory="10G") for i in range(2)),
             ),
             F,
-            "cannot align container c",
+            "cannot align container c on one NUMA zone",
         ),
         (
             node(HOST0),
@@ -242,7 +262,7 @@ def test_container_scope_allocates_in_order() -> None:
     n = node([{"cpu": 4}, {"cpu": 4}], cpu="static", memory="None")
     verdict = predict(n, Pod((g("a", cpu=3, memory="1Gi"), g("b", cpu=3, memory="1Gi"), g("c", cpu=2, memory="1Gi"))))
     assert not verdict.admit
-    assert verdict.reason == "cannot align container c"
+    assert verdict.reason == "cannot align container c on one NUMA zone"
     assert verdict.numa == {"a": (0,), "b": (1,)}
 
 

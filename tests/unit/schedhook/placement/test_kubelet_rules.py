@@ -8,7 +8,7 @@ import pytest
 from testkit.placement import g, node, q
 from toposched.apis.devicegroups import DeviceGroup
 from toposched.schedhook.placement.kubelet.admission import predict
-from toposched.schedhook.placement.kubelet.claims import Claims, pod_guaranteed_cpus, pod_memory_request
+from toposched.schedhook.placement.kubelet.claims import Claims, pod_claims
 from toposched.schedhook.placement.kubelet.state import NodeState
 from toposched.schedhook.placement.kubelet.topologymanager import Hint, mask
 from toposched.schedhook.placement.model import Container, NodeTopology, Pod, Verdict
@@ -68,7 +68,7 @@ def test_init_container_cpus_must_stay_in_the_app_containers_mask() -> None:
     pod = Pod((g("app", cpu=3, memory="512Mi"),), (g("init", cpu=1, memory="64Mi"),))
     verdict = predict(n, pod)
     assert not verdict.admit
-    assert verdict.reason == "cannot align container app"
+    assert verdict.reason == "cannot align container app on one NUMA zone"
 
 
 def test_memory_hints_hold_every_pinned_type_at_once() -> None:
@@ -124,8 +124,9 @@ def test_no_new_memory_into_part_of_a_group() -> None:
     ids=["fractional-containers-hold-none", "sidecar-before-init-counts", "burstable-none"],
 )
 def test_pod_scope_requests_as_the_managers_count_them(pod: Pod, cpus: int, memory: int) -> None:
-    assert pod_guaranteed_cpus(pod) == cpus
-    assert int(pod_memory_request(pod).get("memory", 0)) == memory
+    claims = pod_claims(pod)
+    assert claims.cpus == cpus
+    assert int(claims.memory.get("memory", 0)) == memory
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,7 @@ def test_the_packed_allocator_takes_whole_zones_first(
         "static",
         capacity=[{"cpu": c, "memory": "1Gi"} for c in capacity],
     )
-    assert NodeState(n).take_cpus(cpus, affinity, init=False) == zones
+    assert NodeState(n).cpu.take(cpus, affinity, init=False) == zones
 
 
 @pytest.mark.parametrize(
@@ -179,7 +180,7 @@ def test_the_packed_allocator_takes_whole_cores_before_single_threads(
         free_cores=cores,
         threads_per_core=2,
     )
-    assert NodeState(n).take_cpus(cpus, None, init=False) == zones
+    assert NodeState(n).cpu.take(cpus, None, init=False) == zones
 
 
 def test_single_threads_come_from_halves_of_used_cores_first() -> None:
@@ -194,10 +195,10 @@ def test_single_threads_come_from_halves_of_used_cores_first() -> None:
         threads_per_core=2,
     )
     state = NodeState(n)
-    state.take_cpus(1, None, init=False)
-    assert state.free_cores[0] == 2
-    state.take_cpus(3, None, init=False)  # a whole core, then the last half
-    assert state.free_cores[0] == 1
+    state.cpu.take(1, None, init=False)
+    assert state.cpu.cpus.free_cores[0] == 2
+    state.cpu.take(3, None, init=False)  # a whole core, then the last half
+    assert state.cpu.cpus.free_cores[0] == 1
 
 
 def three_zones(**grouping: object) -> NodeTopology:
@@ -242,9 +243,9 @@ def test_regrouping_within_one_pod() -> None:
     """The same rule between two containers of one pod: single-zone memory on zone 1 ends the
     group 0-1 for the next container."""
     state = NodeState(three_zones(memory_groups=(mask(0, 1),)))
-    assert Hint(mask(0, 1), True) in state.memory_hints(q({"memory": "1536Mi"}))
-    state.take_memory(q({"memory": "64Mi"}), Hint(mask(1), False), init=False)
-    assert state.memory_hints(q({"memory": "1536Mi"})) == []
+    assert Hint(mask(0, 1), True) in state.memory.hints(q({"memory": "1536Mi"}))
+    state.memory.take(q({"memory": "64Mi"}), Hint(mask(1), False), init=False)
+    assert state.memory.hints(q({"memory": "1536Mi"})) == []
 
 
 @pytest.mark.parametrize("threads", [None, 1], ids=["cores-unknown", "cores-known"])
@@ -262,9 +263,9 @@ def test_init_containers_cpus_are_in_the_pool_like_free_ones(threads: int | None
         threads_per_core=threads,
     )
     state = NodeState(n)
-    state.reusable_cpus[2] = 4
-    assert state.take_cpus(2, mask(0), init=False) == (1,)
-    assert state.reusable_cpus[2] == 4
+    state.cpu.cpus.reusable[2] = 4
+    assert state.cpu.take(2, mask(0), init=False) == (1,)
+    assert state.cpu.cpus.reusable[2] == 4
 
 
 def _with_devices(
@@ -309,7 +310,9 @@ SHARED_NIC = {NIC: (DeviceGroup((0, 1), 1, 1),)}
             {NIC: (DeviceGroup((), 1, 1),)},
             "restricted",
             2,
-            Verdict(False, "cannot align container c"),
+            Verdict(
+                False, "cannot align container c: no NUMA affinity all its resource managers prefer (restricted policy)"
+            ),
             id="a-device-without-topology-counts-in-no-mask",
         ),
     ],
@@ -332,8 +335,8 @@ def test_an_app_container_reuses_its_init_containers_devices_wherever_they_are()
     """Seed 22, case 525: the device manager hands the app container the devices its init container
     held first, outside the aligned zones too; those zones are among the predicted ones."""
     state = NodeState(node([{"cpu": 4, NIC: 1}, {"cpu": 4, NIC: 1}], "best-effort", "container", "static", "Static"))
-    assert state.take_devices(q({NIC: 1}), mask(0), init=True) == set()
-    assert state.take_devices(q({NIC: 1}), mask(1), init=False) == {0}
+    assert state.devices.take(q({NIC: 1}), mask(0), init=True) == set()
+    assert state.devices.take(q({NIC: 1}), mask(1), init=False) == {0}
 
 
 def test_distribute_cpus_across_numa_spreads_the_spill_over_any_other_zone() -> None:
@@ -342,8 +345,8 @@ def test_distribute_cpus_across_numa_spreads_the_spill_over_any_other_zone() -> 
     zones: list[dict[str, str | int]] = [{"cpu": 2}, {"cpu": 2}, {"cpu": 1}, {"cpu": 3}]
     plain = NodeState(node(zones, "best-effort", "container", "static", "Static"))
     spread = NodeState(replace(plain.node, cpu_options=frozenset({"distribute-cpus-across-numa"})))
-    assert plain.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2)
-    assert spread.take_cpus(5, mask(0, 1), init=False) == (0, 1, 2, 3)
+    assert plain.cpu.take(5, mask(0, 1), init=False) == (0, 1, 2)
+    assert spread.cpu.take(5, mask(0, 1), init=False) == (0, 1, 2, 3)
 
 
 def two_sockets(align_by_socket: bool) -> NodeTopology:
@@ -358,7 +361,14 @@ def two_sockets(align_by_socket: bool) -> NodeTopology:
 @pytest.mark.parametrize(
     ("align_by_socket", "verdict"),
     [
-        pytest.param(False, Verdict(False, "cannot align container app"), id="two-zones-not-preferred"),
+        pytest.param(
+            False,
+            Verdict(
+                False,
+                "cannot align container app: no NUMA affinity all its resource managers prefer (restricted policy)",
+            ),
+            id="two-zones-not-preferred",
+        ),
         pytest.param(True, Verdict(True, numa={"app": (0, 1)}), id="one-socket-is-preferred"),
     ],
 )
@@ -372,7 +382,7 @@ def test_align_by_socket_prefers_masks_within_the_fewest_sockets(align_by_socket
 def test_align_by_socket_takes_cpus_from_the_affinitys_whole_socket_first() -> None:
     state = NodeState(two_sockets(align_by_socket=True))
     # Socket 1 has 4 free (zones 2 and 3, zone 3 outside the affinity): the fifth spills to zone 0.
-    assert state.take_cpus(5, mask(2), init=False) == (0, 2, 3)
+    assert state.cpu.take(5, mask(2), init=False) == (0, 2, 3)
 
 
 def test_with_fewer_sockets_than_zones_the_allocator_goes_by_socket_first() -> None:
@@ -382,8 +392,8 @@ def test_with_fewer_sockets_than_zones_the_allocator_goes_by_socket_first() -> N
     base = node(zones, "best-effort", "container", "static", "None", capacity=[{"cpu": 4}] * 4)
     by_zone = NodeState(base)
     by_socket = NodeState(replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones)))
-    assert by_zone.take_cpus(3, None, init=False) == (0, 2)
-    assert by_socket.take_cpus(3, None, init=False) == (2, 3)
+    assert by_zone.cpu.take(3, None, init=False) == (0, 2)
+    assert by_socket.cpu.take(3, None, init=False) == (2, 3)
 
 
 @pytest.mark.parametrize(
@@ -420,7 +430,7 @@ def test_a_free_socket_is_one_with_the_machines_average_of_cpus_free(
         [{"cpu": f} for f in free], "best-effort", "pod", "static", "None", capacity=[{"cpu": c} for c in capacity]
     )
     state = NodeState(replace(base, zones=tuple(replace(z, socket=sockets[z.numa]) for z in base.zones)))
-    assert state.take_cpus(cpus, affinity, init=False) == zones
+    assert state.cpu.take(cpus, affinity, init=False) == zones
 
 
 @pytest.mark.parametrize(
@@ -440,4 +450,4 @@ def test_prefer_align_by_uncore_cache_takes_the_request_from_one_cache(
     base = node([{"cpu": f} for f in [0, 1, 1, 1, 1, 1]], "best-effort", "container", "static", "None",
                 capacity=[{"cpu": 3}] * 6)  # fmt: skip
     with_sockets = replace(base, zones=tuple(replace(z, socket=z.numa // 2) for z in base.zones), cpu_options=options)
-    assert NodeState(with_sockets).take_cpus(2, None, init=False) == zones
+    assert NodeState(with_sockets).cpu.take(2, None, init=False) == zones

@@ -16,8 +16,8 @@ from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.placement.network import Location
 from toposched.schedhook.placement.parse import (
     from_nrt,
+    node_allocatable,
     node_location,
-    node_view,
     parse_pod,
     placed_pod,
     pod_from_spec,
@@ -92,9 +92,9 @@ def test_a_valid_pod_parses() -> None:
     ],
     ids=["allocatable-1e999999", "allocatable-a-string", "status-a-list"],
 )
-def test_node_view(node: dict[str, Any], message: str) -> None:
+def test_node_allocatable(node: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        node_view(node)
+        node_allocatable(node)
 
 
 @pytest.mark.parametrize(

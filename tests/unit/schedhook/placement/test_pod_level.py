@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from toposched.schedhook.placement.kubelet.claims import container_claims, pod_claims
+from toposched.schedhook.placement.kubelet.claims import container_claims, effective, pod_claims
+from toposched.schedhook.placement.kubelet.claims import qos as claims_qos
 from toposched.schedhook.placement.parse import pod_from_spec
 
 
@@ -47,13 +48,13 @@ def test_pod_level_resources(
     effective_cpu: str | None,
 ) -> None:
     pod = pod_from_spec(body)
-    assert pod.qos == qos
+    assert claims_qos(pod) == qos
     claims = container_claims(pod, pod.containers[0])
     assert claims.cpus == cpus
     assert bool(claims.memory) == memory
     assert claims.devices == {r: Decimal(k) for r, k in devices.items()}
     assert pod_claims(pod).cpus == cpus
-    got = pod.effective().get("cpu")
+    got = effective(pod).get("cpu")
     assert got == (Decimal(effective_cpu) if effective_cpu is not None else None)
 
 

@@ -6,11 +6,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from toposched.apis.kubelet import BEST_EFFORT, NONE, RESTRICTED, SINGLE_NUMA_NODE
 from toposched.schedhook.placement.kubelet.topologymanager import (
-    BEST_EFFORT,
-    NONE,
-    RESTRICTED,
-    SINGLE_NUMA_NODE,
     Decision,
     Hint,
     _pick,

@@ -11,98 +11,91 @@ filter, which is stricter (it treats CPU and memory as NUMA-bound).
 from collections.abc import Mapping
 from decimal import Decimal
 
+from toposched.apis.kubelet import NONE, POD_SCOPE, SINGLE_NUMA_NODE
 from toposched.schedhook.placement.kubelet.claims import (
-    STATIC_CPU,
-    STATIC_MEMORY,
+    BEST_EFFORT_QOS,
+    GUARANTEED,
     container_claims,
-    pod_claims,
-)
-from toposched.schedhook.placement.kubelet.state import NodeState, RejectedError
-from toposched.schedhook.placement.kubelet.topologymanager import NONE, SINGLE_NUMA_NODE, Hint, bits, mask, merge
-from toposched.schedhook.placement.model import (
-    HOST_LEVEL,
-    Container,
-    NodeTopology,
-    Pod,
-    Verdict,
-    container_request,
+    effective,
     numa_affine,
+    pod_claims,
+    qos,
 )
+from toposched.schedhook.placement.kubelet.reasons import cannot_align, cannot_allocate, shortfall, subject
+from toposched.schedhook.placement.kubelet.state import NodeState, RejectedError
+from toposched.schedhook.placement.kubelet.topologymanager import Hint, bits, mask, merge
+from toposched.schedhook.placement.model import HOST_LEVEL, POD, Container, NodeTopology, Pod, Verdict
 
 
 def predict(node: NodeTopology, pod: Pod) -> Verdict:
-    """The kubelet's admission decision for ``pod`` on ``node`` and the NUMA nodes it would use."""
+    """The kubelet's admission decision for ``pod`` on ``node``, the NUMA nodes it would use, and
+    why it would reject it."""
     if not node.zones:
         return Verdict(True, "no NUMA zones published")
     if not node.knows_managers:
         return upstream_filter(node, pod)
+    if node.scope == POD_SCOPE and node.policy != NONE:
+        return _pod_scope(node, pod)
     state = NodeState(node)
     singles = node.policy == SINGLE_NUMA_NODE  # the policy keeps single-zone hints alone
     distances = node.distances if node.prefer_closest else None
     everything = mask(*node.numa_ids)
     placed: dict[str, tuple[int, ...]] = {}
-    if node.scope == "pod" and node.policy != NONE:
-        decision = merge(
-            state.providers(pod_claims(pod), singles),
-            node.numa_ids,
-            node.policy,
-            distances,
-        )
-        if not decision.admit:
-            return Verdict(False, "cannot align pod")
-        used = set(bits(decision.affinity or everything))
-        try:
-            for c in (*pod.init_containers, *pod.containers):
-                used.update(_allocate(state, pod, c, Hint(decision.affinity, decision.preferred)))
-        except RejectedError as exc:
-            return Verdict(False, f"cannot allocate for pod: {exc}")
-        return Verdict(True, numa={"pod": tuple(sorted(used))})
     for c in (*pod.init_containers, *pod.containers):
-        what = ("sidecar" if c.sidecar else "init") if c in pod.init_containers else ""
-        name = f"{what} container {c.name}".strip()
+        who = subject(pod, c)
+        claims = container_claims(pod, c)
         if node.policy == NONE:  # no hints asked for: the managers allocate with an empty, unpreferred hint
             decided = Hint(None, False)
         else:
-            decision = merge(
-                state.providers(container_claims(pod, c), singles),
-                node.numa_ids,
-                node.policy,
-                distances,
-            )
+            decision = merge(state.providers(claims, singles), node.numa_ids, node.policy, distances)
             if not decision.admit:
-                return Verdict(False, f"cannot align {name}", placed)
+                return Verdict(False, _misaligned(node, pod, who), placed)
             decided = Hint(decision.affinity, decision.preferred)
         try:
-            zones = _allocate(state, pod, c, decided)
+            zones = state.allocate(claims, decided, _reused(pod, c))
         except RejectedError as exc:
-            return Verdict(False, f"cannot allocate for {name}: {exc}", placed)
+            return Verdict(False, cannot_allocate(who, str(exc)), placed)
         if node.policy != NONE:
             placed[c.name] = tuple(sorted(set(bits(decided.affinity or everything)) | set(zones)))
     return Verdict(True, numa=placed)
 
 
-def _allocate(state: NodeState, pod: Pod, container: Container, decided: Hint) -> set[int]:
-    """What the resource managers hand out exclusively to one container leaves the zones; returns
-    the zones it actually got (the aligned mask may not hold all its CPUs: the rest spills over)."""
-    node = state.node
-    init = container in pod.init_containers and not container.sidecar
-    zones: set[int] = set()
-    claims = container_claims(pod, container)
-    if node.cpu_manager == STATIC_CPU and claims.cpus:
-        state.check_smt_alignment(claims.cpus)
-        zones.update(state.take_cpus(claims.cpus, decided.affinity, init))
-    if node.memory_manager == STATIC_MEMORY and claims.memory:
-        zones.update(bits(state.take_memory(claims.memory, decided, init)))
-    zones.update(state.take_devices(claims.devices, decided.affinity, init))
-    return zones
+def _pod_scope(node: NodeTopology, pod: Pod) -> Verdict:
+    """The pod scope: one merge for the pod's summed claims, then each container's allocations."""
+    state = NodeState(node)
+    distances = node.distances if node.prefer_closest else None
+    decision = merge(
+        state.providers(pod_claims(pod), node.policy == SINGLE_NUMA_NODE), node.numa_ids, node.policy, distances
+    )
+    if not decision.admit:
+        return Verdict(False, _misaligned(node, pod, POD))
+    used = set(bits(decision.affinity or mask(*node.numa_ids)))
+    try:
+        for c in (*pod.init_containers, *pod.containers):
+            hint = Hint(decision.affinity, decision.preferred)
+            used.update(state.allocate(container_claims(pod, c), hint, _reused(pod, c)))
+    except RejectedError as exc:
+        return Verdict(False, cannot_allocate(POD, str(exc)))
+    return Verdict(True, numa={POD: tuple(sorted(used))})
+
+
+def _reused(pod: Pod, container: Container) -> bool:
+    """A regular init container: what it gets waits for the app containers to reuse it."""
+    return container in pod.init_containers and not container.sidecar
+
+
+def _misaligned(node: NodeTopology, pod: Pod, who: str) -> str:
+    """Why the Topology Manager rejects ``who`` on ``node``: under single-numa-node, with the first
+    request no zone can hold."""
+    return cannot_align(who, node.policy, shortfall(pod, node) if node.policy == SINGLE_NUMA_NODE else "")
 
 
 def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
     """NodeResourceTopologyMatch's filter: only single-numa-node filters; NUMA-affine requests fit one zone."""
-    qos = pod.qos
+    guaranteed = qos(pod) == GUARANTEED
     everything = [*pod.init_containers, *pod.containers]
-    if qos == "BestEffort" and not any(
-        not numa_affine(r) and r not in HOST_LEVEL for c in everything for r in container_request(c)
+    if qos(pod) == BEST_EFFORT_QOS and not any(
+        not numa_affine(r) and r not in HOST_LEVEL for c in everything for r in c.request
     ):
         return Verdict(True)
     if node.policy != SINGLE_NUMA_NODE:
@@ -121,29 +114,26 @@ def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
                 if resource in HOST_LEVEL or not numa_affine(resource):
                     continue
                 return None
-            relaxed = qos != "Guaranteed" and numa_affine(resource)
+            relaxed = not guaranteed and numa_affine(resource)
             candidates &= {n for n in reporting if relaxed or free[n][resource] >= amount}
             if not candidates:
                 return None
         return min(candidates) if candidates else None
 
-    if node.scope == "pod":
-        chosen = fits(pod.effective())
-        return Verdict(True, numa={"pod": (chosen,)}) if chosen is not None else Verdict(False, "cannot align pod")
+    if node.scope == POD_SCOPE:
+        chosen = fits(effective(pod))
+        return (
+            Verdict(True, numa={POD: (chosen,)}) if chosen is not None else Verdict(False, _misaligned(node, pod, POD))
+        )
     placed: dict[str, tuple[int, ...]] = {}
-    for c in pod.init_containers:
-        chosen = fits(container_request(c))
+    for c in everything:
+        chosen = fits(c.request)
         if chosen is None:
-            kind = "sidecar" if c.sidecar else "init"
-            return Verdict(False, f"cannot align {kind} container {c.name}", placed)
+            return Verdict(False, _misaligned(node, pod, subject(pod, c)), placed)
         placed[c.name] = (chosen,)
-    for c in pod.containers:
-        request = container_request(c)
-        chosen = fits(request)
-        if chosen is None:
-            return Verdict(False, f"cannot align container {c.name}", placed)
-        placed[c.name] = (chosen,)
-        for resource, amount in request.items():
-            if resource in free[chosen] and not (qos != "Guaranteed" and numa_affine(resource)):
+        if c in pod.init_containers:
+            continue
+        for resource, amount in c.request.items():
+            if resource in free[chosen] and not (not guaranteed and numa_affine(resource)):
                 free[chosen][resource] -= amount
     return Verdict(True, numa=placed)

@@ -14,14 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from toposched.apis.kubelet import BEST_EFFORT, NONE, SINGLE_NUMA_NODE
+
 Bools = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
-
-NONE = "none"
-BEST_EFFORT = "best-effort"
-RESTRICTED = "restricted"
-SINGLE_NUMA_NODE = "single-numa-node"
-POLICIES = (NONE, BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE)
 
 
 @dataclass(frozen=True)

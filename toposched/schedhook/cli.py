@@ -22,31 +22,20 @@ async def _serve(settings: SchedhookSettings) -> None:
     from toposched.kube.rest import connect
     from toposched.schedhook.controllers.gate_release import release_gates_forever
     from toposched.schedhook.controllers.remediation import remediate_forever
-    from toposched.schedhook.extender.binder import Binder
     from toposched.schedhook.extender.clientauth import require_client, server_context
+    from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
     from toposched.schedhook.extender.feed import feed
     from toposched.schedhook.extender.server import Extender
     from toposched.schedhook.extender.store import ObjectStore
-    from toposched.schedhook.placement.evaluate import PlacementConfig
     from toposched.schedhook.webhooks.admission import Rules
     from toposched.schedhook.webhooks.server import Webhooks
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64) as api:
         store = ObjectStore()
-        placement = PlacementConfig(numa_strategy=settings.strategy, missing_nrt_fits=settings.missing_nrt == "pass")
-        binder = Binder(
-            store,
-            api,
-            settings.weights_name,
-            placement,
-            settings.bind_wait,
-            settings.reservation_timeout,
-            settings.nrt_grace,
-            settings.stale_after,
-        )
-        feeding = asyncio.create_task(feed(store, api, binder.warm))
-        extender = Extender(binder)
+        coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
+        feeding = asyncio.create_task(feed(store, api, coordinator.warm))
+        extender = Extender(coordinator)
         clients = list(settings.extender_client_names)
         runner = web.AppRunner(extender.app([require_client(clients)]), access_log=None)
         await runner.setup()

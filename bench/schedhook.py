@@ -34,10 +34,12 @@ from bench.stats import summary
 from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI, extender_pki
 from testkit.extender import in_process
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.clientauth import require_client, server_context
+from toposched.schedhook.extender.clusterview import ClusterView
+from toposched.schedhook.extender.coordinator import Coordinator
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.server import Extender
+from toposched.schedhook.extender.store import store_key
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.snapshot import snapshot
 
@@ -92,34 +94,35 @@ print(json.dumps({"pairs": out, "handshakes": handshakes}))
 """
 
 
-async def _churn(binder: Binder, names: list[str], rng: random.Random) -> None:
+async def _churn(view: ClusterView, names: list[str], rng: random.Random) -> None:
     """NRT updates and bind reservations arriving while the extender answers, as in a live cluster."""
     version = 10**6
     while True:
         await asyncio.sleep(1 / CHURN_PER_SECOND)
         name = rng.choice(names)
-        body = copy.deepcopy(binder.store.objects["nrts"][f"/{name}"])
+        body = copy.deepcopy(view.store.objects["nrts"][store_key("", name)])
         version += 1
         body["metadata"]["resourceVersion"] = str(version)
         first = body["zones"][0]["resources"][0]  # CPUs: any amount up to the zone's allocatable
         first["available"] = rng.randint(0, int(first["allocatable"]))
-        binder.store.event("nrts", "MODIFIED", body)
+        view.store.event("nrts", "MODIFIED", body)
         uid = f"bound-{version}"
-        binder.ledger.reserve(Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=f"default/{uid}"))
+        held = Reservation(uid, rng.choice(names), (0,), {"cpu": Decimal(1)}, key=store_key("default", uid))
+        view.ledger.reserve(held)
 
 
 async def _over_http(
-    binder: Binder, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
+    coordinator: Coordinator, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
 ) -> tuple[list[list[float]], list[float]]:
     """(filter and prioritize ms per call, new-connection handshake ms) from a client in another process."""
-    extender = Extender(binder)
+    extender = Extender(coordinator)
     runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
     tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
-    churn = asyncio.create_task(_churn(binder, list(bodies[0]["NodeNames"]), random.Random(7)))
+    churn = asyncio.create_task(_churn(coordinator.view, list(bodies[0]["NodeNames"]), random.Random(7)))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -165,20 +168,20 @@ def run(
     fits = len(evaluate(POD, names, snapshot(nrts=bodies), PlacementConfig()).fitting())
     pure = _pure(names, bodies, repeats, new_shape=False)
     pure_new = _pure(names, bodies, repeats, new_shape=True)
-    binder = in_process({"nrts": bodies})  # no watches: events are applied below
-    binder.warm()
+    coordinator = in_process({"nrts": bodies})  # no watches: events are applied below
+    coordinator.warm()
     gc.collect()
     gc.freeze()  # as the extender does once its cache has synced
     pki = extender_pki(Path(tempfile.mkdtemp(prefix="toposched-bench-pki-")))
     workload = [{"Pod": POD, "NodeNames": names}]
-    pairs, handshakes = asyncio.run(_over_http(binder, workload, repeats, pki))
+    pairs, handshakes = asyncio.run(_over_http(coordinator, workload, repeats, pki))
     new_shapes = [{"Pod": shaped(i), "NodeNames": names} for i in range(repeats + 3)]
-    pairs_new, _ = asyncio.run(_over_http(binder, new_shapes, repeats, pki))
+    pairs_new, _ = asyncio.run(_over_http(coordinator, new_shapes, repeats, pki))
     # What kube-scheduler sends by default: it stops after finding max(100, 5% .. 50%) feasible
     # nodes (percentageOfNodesToScore adapts to 50 - nodes/125, at least 5%): 500 of 5,000.
     sample = max(100, nodes * max(5, 50 - nodes // 125) // 100)
     sampled = [{"Pod": POD, "NodeNames": names[:: max(1, nodes // sample)][:sample]}]
-    pairs_sampled, _ = asyncio.run(_over_http(binder, sampled, repeats, pki))
+    pairs_sampled, _ = asyncio.run(_over_http(coordinator, sampled, repeats, pki))
     return {
         "nodes": nodes,
         "fitting": fits,

@@ -18,7 +18,7 @@ import orjson
 from testkit.certs import ExtenderPKI, KeyPair
 from testkit.paths import SCHEDULER_CONFIG
 from toposched.apis.constants import WEIGHT_NETPERF
-from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
 from toposched.schedhook.extender.store import KINDS, ObjectStore
 
 
@@ -111,13 +111,13 @@ class FilterSession:
 
 def in_process(
     objects: Mapping[str, Iterable[dict[str, Any]]] | None = None, weights_name: str = WEIGHT_NETPERF
-) -> Binder:
+) -> Coordinator:
     """The extender's decisions without a cluster: a store listed from ``objects`` (kind -> items;
-    a kind not given is listed empty) and synced, a binder over it without an API client and with
-    no wait for binds."""
+    a kind not given is listed empty) and synced, the extender's coordinator over it without an API
+    client and with no wait for binds."""
     store = ObjectStore()
     for kind in KINDS:
         store.listed(kind, list((objects or {}).get(kind, ())))
         store.mark_synced(kind)
     store.synced.set()
-    return Binder(store, api=None, weights_name=weights_name, bind_wait=0)
+    return Coordinator(store, api=None, config=ExtenderConfig(weights_name=weights_name, bind_wait=0))

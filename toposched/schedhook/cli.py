@@ -7,8 +7,18 @@ import logging
 import ssl
 import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from toposched.schedhook.settings import SchedhookSettings
+
+if TYPE_CHECKING:  # imported where used: the other commands start without them
+    from aiohttp import web
+
+    from toposched.kube import rest
+    from toposched.schedhook.extender.coordinator import Coordinator
+    from toposched.schedhook.extender.store import ObjectStore
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,68 +27,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _serve(settings: SchedhookSettings) -> None:
     import prometheus_client
-    from aiohttp import web
 
     from toposched.kube.rest import connect
-    from toposched.schedhook.controllers.gate_release import release_gates_forever
-    from toposched.schedhook.controllers.remediation import remediate_forever
-    from toposched.schedhook.extender.binder import Binder
-    from toposched.schedhook.extender.clientauth import require_client, server_context
+    from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
     from toposched.schedhook.extender.feed import feed
-    from toposched.schedhook.extender.server import Extender
     from toposched.schedhook.extender.store import ObjectStore
-    from toposched.schedhook.placement.evaluate import PlacementConfig
-    from toposched.schedhook.webhooks.admission import Rules
-    from toposched.schedhook.webhooks.server import Webhooks
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64) as api:
         store = ObjectStore()
-        placement = PlacementConfig(numa_strategy=settings.strategy, missing_nrt_fits=settings.missing_nrt == "pass")
-        binder = Binder(
-            store,
-            api,
-            settings.weights_name,
-            placement,
-            settings.bind_wait,
-            settings.reservation_timeout,
-            settings.nrt_grace,
-            settings.stale_after,
-        )
-        feeding = asyncio.create_task(feed(store, api, binder.warm))
-        extender = Extender(binder)
-        clients = list(settings.extender_client_names)
-        runner = web.AppRunner(extender.app([require_client(clients)]), access_log=None)
-        await runner.setup()
-        cert, key, ca = settings.extender_tls_cert, settings.extender_tls_key, settings.extender_client_ca
-        tls = server_context(str(cert), str(key), str(ca))  # all three checked by run()
-        await web.TCPSite(runner, settings.address, settings.port, ssl_context=tls).start()
+        coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
+        feeding = asyncio.create_task(feed(store, api, coordinator.warm))
+        runners = [await _extender_listener(settings, coordinator)]
         if settings.metrics_port:
             prometheus_client.start_http_server(settings.metrics_port, settings.metrics_address)
-        log = logging.getLogger(__name__)
-        log.info(
-            "extender listening on %s:%d (HTTPS, clients: %s)", settings.address, settings.port, ", ".join(clients)
-        )
-        runners = [runner]
-        tasks = [
-            asyncio.create_task(
-                release_gates_forever(api, store.topology_order, timedelta(seconds=settings.order_wait))
-            )
-        ]
-        if not settings.no_remediation:
-            tasks.append(asyncio.create_task(remediate_forever(api)))
-        if settings.tls_cert and settings.tls_key:
-            webhook_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            webhook_tls.load_cert_chain(settings.tls_cert, settings.tls_key)
-            rules = Rules(namespaces=settings.route_namespaces, match_labels=dict(settings.route_labels))
-            hooks = web.AppRunner(Webhooks(rules).app(), access_log=None)
-            await hooks.setup()
-            address, port = settings.webhook_address, settings.webhook_port
-            await web.TCPSite(hooks, address, port, ssl_context=webhook_tls).start()
+        tasks = _controllers(settings, api, store)
+        hooks = await _webhooks_listener(settings)
+        if hooks is not None:
             runners.append(hooks)
-            log.info("admission webhooks listening on %s:%d (TLS)", address, port)
-        else:
-            log.warning("no --tls-cert/--tls-key: admission webhooks are off")
         try:
             await store.synced.wait()
             # The synced cluster lives as long as the process: keep the collector from rescanning
@@ -93,6 +59,56 @@ async def _serve(settings: SchedhookSettings) -> None:
                 await r.cleanup()
             feeding.cancel()
             await asyncio.gather(feeding, return_exceptions=True)
+
+
+async def _extender_listener(settings: SchedhookSettings, coordinator: "Coordinator") -> "web.AppRunner":
+    """kube-scheduler's extender calls, over HTTPS from its client certificate only."""
+    from aiohttp import web
+
+    from toposched.schedhook.extender.clientauth import require_client, server_context
+    from toposched.schedhook.extender.server import Extender
+
+    clients = list(settings.extender_client_names)
+    runner = web.AppRunner(Extender(coordinator).app([require_client(clients)]), access_log=None)
+    await runner.setup()
+    cert, key, ca = settings.extender_tls_cert, settings.extender_tls_key, settings.extender_client_ca
+    tls = server_context(str(cert), str(key), str(ca))  # all three checked by run()
+    await web.TCPSite(runner, settings.address, settings.port, ssl_context=tls).start()
+    log.info("extender listening on %s:%d (HTTPS, clients: %s)", settings.address, settings.port, ", ".join(clients))
+    return runner
+
+
+def _controllers(settings: SchedhookSettings, api: "rest.Kube", store: "ObjectStore") -> list[asyncio.Task[None]]:
+    """The background work: releasing AppGroup members' scheduling gates in order, and remediation."""
+    from toposched.schedhook.controllers.gate_release import release_gates_forever
+    from toposched.schedhook.controllers.remediation import remediate_forever
+
+    order_wait = timedelta(seconds=settings.order_wait)
+    tasks = [asyncio.create_task(release_gates_forever(api, store.topology_order, order_wait))]
+    if not settings.no_remediation:
+        tasks.append(asyncio.create_task(remediate_forever(api)))
+    return tasks
+
+
+async def _webhooks_listener(settings: SchedhookSettings) -> "web.AppRunner | None":
+    """The admission webhooks, over TLS; None without their certificate (they are off)."""
+    from aiohttp import web
+
+    from toposched.schedhook.webhooks.admission import Rules
+    from toposched.schedhook.webhooks.server import Webhooks
+
+    if not (settings.tls_cert and settings.tls_key):
+        log.warning("no --tls-cert/--tls-key: admission webhooks are off")
+        return None
+    webhook_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    webhook_tls.load_cert_chain(settings.tls_cert, settings.tls_key)
+    rules = Rules(namespaces=settings.route_namespaces, match_labels=dict(settings.route_labels))
+    hooks = web.AppRunner(Webhooks(rules).app(), access_log=None)
+    await hooks.setup()
+    address, port = settings.webhook_address, settings.webhook_port
+    await web.TCPSite(hooks, address, port, ssl_context=webhook_tls).start()
+    log.info("admission webhooks listening on %s:%d (TLS)", address, port)
+    return hooks
 
 
 def run(args: argparse.Namespace) -> int:

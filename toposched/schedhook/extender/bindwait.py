@@ -11,8 +11,12 @@ for them stalls for nothing. So a pod is awaited only while its bind can still b
   a reservation to one late bind), never more than ``limit``;
 - and only while this extender is seen to be the binder: after ``IN_VAIN_BEFORE_IDLE`` waits in a
   row that no bind ended, with no bind seen since, nothing is awaited until a bind arrives again.
+
+``BindWindows`` keeps the windows (pure bookkeeping); ``BindWait`` is the filters' wait on them.
 """
 
+import asyncio
+import time
 from collections import deque
 
 from prometheus_client import Counter, Histogram
@@ -35,6 +39,11 @@ LAG = Histogram(
 IN_VAIN = Counter(
     "toposched_extender_bind_waits_in_vain_total",
     "Filters that waited for an earlier pod's bind until its window closed, without the bind.",
+)
+BIND_WAIT = Histogram(
+    "toposched_extender_bind_wait_seconds",
+    "Time a filter waited for the binds of earlier pods.",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
 )
 
 
@@ -91,3 +100,40 @@ class BindWindows:
             self.in_vain += 1
             for u in late:
                 del self.answered[u]
+
+
+class BindWait:
+    """A filter's wait for the binds of pods answered before it, at most ``limit`` seconds."""
+
+    def __init__(self, limit: float) -> None:
+        self.windows = BindWindows(limit)
+        """Pods answered with fitting nodes whose bind has not arrived yet, and how long each is awaited."""
+        self._reserved = asyncio.Event()
+
+    def answered(self, uid: str) -> None:
+        """The filter of ``uid`` answered with fitting nodes: its bind is awaited."""
+        self.windows.answer(uid, time.monotonic())
+
+    def bound(self, uid: str) -> None:
+        """The bind of ``uid`` arrived (its reservation is not made yet)."""
+        self.windows.bound(uid, time.monotonic())
+
+    def reserved(self) -> None:
+        """A bind's reservation is in the ledger: the waiting filters look again."""
+        self._reserved.set()
+
+    async def earlier_binds(self, uid: str) -> None:
+        """Until the binds of the pods answered before ``uid`` have arrived, or their windows closed."""
+        started = time.monotonic()
+        while True:
+            now = time.monotonic()
+            deadline = self.windows.deadline(uid, now)
+            if deadline is None:
+                break
+            self._reserved.clear()
+            try:
+                await asyncio.wait_for(self._reserved.wait(), deadline - now)
+            except TimeoutError:
+                self.windows.closed(uid, time.monotonic())
+                break
+        BIND_WAIT.observe(time.monotonic() - started)

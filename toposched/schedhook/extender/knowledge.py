@@ -12,19 +12,32 @@ A node's knowledge is one of:
 
 Stale and missing nodes are *blind*: a pod that needs exclusive CPUs, pinned memory or devices
 must not pass them, since nothing says what their kubelet will admit. The other pods, and nodes
-never NUMA-managed, are judged as before.
+never NUMA-managed, are judged as before. How many are blind is in a metric, and each Node that
+turns blind is told to a callback (the extender posts an Event on it).
 """
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Gauge
+
 from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL
-from toposched.schedhook.extender.store import ObjectStore, attributes_of
+from toposched.schedhook.extender.store import ObjectStore, attributes_of, key_name, store_key
 from toposched.schedhook.placement.freshness import accounted, counted_pods
 
+logger = logging.getLogger(__name__)
 STALE, MISSING = "stale", "missing"
+BLIND = Gauge(
+    "toposched_extender_blind_nodes",
+    "Nodes whose NUMA knowledge is missing (an NRT expected, none there) or stale (it leaves out bound pods).",
+    ["state"],
+)
+
+TurnedBlind = Callable[[dict[str, Any], str], None]
+"""Told of a Node that turned blind: its body, and why."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +61,15 @@ class Knowledge:
         grace: float = 600.0,
         stale_after: float = 30.0,
         now: Callable[[], float] = time.time,
+        turned_blind: TurnedBlind = lambda node, why: None,
     ) -> None:
         self.store = store
         self.grace = grace
         self.stale_after = stale_after
         self.now = now
+        self.turned_blind = turned_blind
+        self._told: set[str] = set()
+        """Nodes already told blind (told again only after they were not)."""
         self._changes = store.changes(("nodes", "nrts"))
         self._moved = store.pods.reader()
         self._had_nrt: dict[str, float] = {}
@@ -61,6 +78,20 @@ class Knowledge:
         """Node -> since when it has had no NRT, for nodes that had one or are labelled."""
         self._behind: dict[str, tuple[float, int]] = {}
         """Node -> (since when, how many) bound pods its NRT leaves out."""
+
+    def blind_nodes(self) -> dict[str, str]:
+        """The blind nodes now, with why: in the metric, and each that turned blind since the last
+        call logged and told to ``turned_blind``."""
+        blind = self.blind()
+        for state in (MISSING, STALE):
+            BLIND.labels(state).set(sum(1 for b in blind.values() if b.state == state))
+        for name in blind.keys() - self._told:
+            logger.warning("blind to node %s: %s", name, blind[name].reason)
+            node = self.store.node(name)
+            if node is not None:
+                self.turned_blind(node, blind[name].reason)
+        self._told = set(blind)
+        return {name: b.reason for name, b in blind.items()}
 
     def blind(self) -> dict[str, Blind]:
         """The blind nodes now, by name, with why."""
@@ -86,7 +117,7 @@ class Knowledge:
         return out
 
     def _expected(self, name: str, now: float) -> bool:
-        node = self.store.objects["nodes"].get(f"/{name}")
+        node = self.store.node(name)
         if node is None:
             return False  # no Node: no pod is placed there anyway
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -99,16 +130,15 @@ class Knowledge:
     def _follow(self) -> None:
         """Bring the per-node records up to date with what changed in the store."""
         changed = self._changes.take()
-        nrts = self.store.objects["nrts"]
         names: set[str] = set()
         for kind in ("nodes", "nrts"):
             keys = changed[kind]
-            names |= {k.partition("/")[2] for k in (self.store.objects[kind] if keys is None else keys)}
+            names |= {key_name(k) for k in (self.store.objects[kind] if keys is None else keys)}
         moved = self.store.pods.take_moved(self._moved)
         names |= set(self.store.pods.on) if moved is None else moved
         now = self.now()
         for name in names:
-            self._look(name, now, nrts.get(f"/{name}"))
+            self._look(name, now, self.store.nrt(name))
 
     def _look(self, name: str, now: float, nrt: dict[str, Any] | None) -> None:
         if nrt is not None:
@@ -136,7 +166,7 @@ class Knowledge:
             self._behind.pop(name, None)
             return
         if held:
-            since = min(self.store.pods.bound_at.get(f"{ns}/{pod}", now) for ns, pod in left_out)
+            since = min(self.store.pods.bound_at.get(store_key(ns, pod), now) for ns, pod in left_out)
         else:
             since = self._behind.get(name, (now, 0))[0]
         self._behind[name] = (since, len(left_out))

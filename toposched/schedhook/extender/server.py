@@ -1,7 +1,7 @@
 """The scheduler extender's HTTP endpoints: filter, prioritize and bind (kube-scheduler's JSON).
 
 kube-scheduler calls them for pods of the ``toposched`` profile. This module reads its requests
-and writes its answers; the ``Binder`` decides. Filter answers for every candidate (with a reason
+and writes its answers; the ``Coordinator`` decides. Filter answers for every candidate (with a reason
 for each rejected node, which ends up in the pod's FailedScheduling Event); prioritize maps our
 0-100 scores onto the extender's 0-10; bind binds.
 """
@@ -16,7 +16,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import Histogram
 
-from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.coordinator import Coordinator
 
 MAX_EXTENDER_PRIORITY = 10
 LATENCY = Histogram(
@@ -28,15 +28,15 @@ LATENCY = Histogram(
 
 
 class Extender:
-    def __init__(self, binder: Binder) -> None:
-        self.binder = binder
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.coordinator = coordinator
 
     async def filter(self, request: web.Request) -> web.Response:
         pod, names = await _extender_args(request)
-        if not self.binder.store.synced.is_set():  # a partial cache would misplace the pod: let it retry
+        if not self.coordinator.ready():  # a partial cache would misplace the pod: let it retry
             return _json({"Error": "toposched: the extender's cache is still syncing"})
         started = time.perf_counter()
-        results = await self.binder.filter(pod, names)
+        results = await self.coordinator.filter(pod, names)
         if results.pod_error is not None:  # the pod, not any node: the scheduler records why
             return _json({"NodeNames": [], "FailedNodes": {}, "Error": f"toposched: {results.pod_error}"})
         body = {
@@ -52,7 +52,7 @@ class Extender:
     async def prioritize(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         pod, names = await _extender_args(request)
-        scores = self.binder.scores(pod, names)
+        scores = self.coordinator.scores(pod, names)
         response = web.Response(body=_priorities(names, scores), content_type="application/json")
         LATENCY.labels("prioritize").observe(time.perf_counter() - started)
         return response
@@ -65,7 +65,7 @@ class Extender:
             uid = str(args.get("PodUID") or "")
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
             raise _bad_request("expected ExtenderBindingArgs (PodName, PodNamespace, PodUID, Node)") from None
-        error = await self.binder.bind(namespace, name, uid, node)
+        error = await self.coordinator.bind(namespace, name, uid, node)
         LATENCY.labels("bind").observe(time.perf_counter() - started)
         return _json({"Error": error})
 
@@ -73,7 +73,7 @@ class Extender:
         return web.Response(text="ok")
 
     async def readyz(self, request: web.Request) -> web.Response:
-        if self.binder.store.synced.is_set():
+        if self.coordinator.ready():
             return web.Response(text="ok")
         return web.Response(status=503, text="syncing")
 

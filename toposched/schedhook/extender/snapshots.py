@@ -18,7 +18,7 @@ from toposched.apis.errors import describe
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.store import ObjectStore, key_name, store_key
 from toposched.schedhook.placement.columnar import NodeTable
 from toposched.schedhook.placement.model import NodeTopology, Placed
 from toposched.schedhook.placement.parse import from_nrt, links_of, node_allocatable, node_location
@@ -123,7 +123,7 @@ class SnapshotBuilder:
         objects = self.store.objects["nodes"]
         nrts = None if nrts is None else set(nrts)
         for key in objects if keys is None else keys:
-            name = key.partition("/")[2]
+            name = key_name(key)
             body = objects.get(key)
             if body is None:
                 snap.locations.pop(name, None)
@@ -134,7 +134,7 @@ class SnapshotBuilder:
                 self._allocatable[name] = self._parsed("nodes", key, body, node_allocatable) or {}
             self._mark(snap, "Node", name, None if body is None else self._error("nodes", key))
             if nrts is not None:
-                nrts.add(f"/{name}")
+                nrts.add(store_key("", name))
         return nrts
 
     def _patch_nrts(self, snap: Snapshot, keys: set[str] | None) -> set[str] | None:
@@ -142,7 +142,7 @@ class SnapshotBuilder:
         changed (None: any may have)."""
         objects = self.store.objects["nrts"]
         for key in objects if keys is None else keys:
-            name = key.partition("/")[2]
+            name = key_name(key)
             body = objects.get(key)
             if body is None:
                 snap.nrts.pop(name, None)
@@ -156,7 +156,7 @@ class SnapshotBuilder:
                 else:
                     snap.nrts[name] = view
             self._mark(snap, "NodeResourceTopology", name, None if body is None else self._error("nrts", key))
-        return None if keys is None else {key.partition("/")[2] for key in keys}
+        return None if keys is None else {key_name(key) for key in keys}
 
     def _patch_appgroups(self, snap: Snapshot, keys: set[str] | None) -> None:
         objects = self.store.objects["appgroups"]

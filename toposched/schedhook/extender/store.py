@@ -2,8 +2,9 @@
 and bound pods, as plain dicts, with what changed since each reader last looked.
 
 ``extender.feed`` fills it (``listed`` after a list, ``event`` per watch event). Readers -- the
-snapshot builder, the binder -- take the keys changed since their last look from a ``Changes`` of
-their own, and the pods bound to each node from ``BoundPods``, an index kept in step here.
+snapshot builder, the node knowledge, the cluster view -- take the keys changed since their last
+look from a ``Changes`` of their own, and the pods bound to each node from ``BoundPods``, an index
+kept in step here. Objects are keyed ``namespace/name`` (``store_key``).
 """
 
 import asyncio
@@ -19,9 +20,19 @@ logger = logging.getLogger(__name__)
 KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods")
 
 
+def store_key(namespace: str, name: str) -> str:
+    """The key of an object in the store: ``namespace/name``, ``/name`` for a cluster-scoped one."""
+    return f"{namespace}/{name}"
+
+
+def key_name(key: str) -> str:
+    """The name in a store key (a node's, for nodes and NRTs)."""
+    return key.partition("/")[2]
+
+
 def object_key(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
+    return store_key(meta.get("namespace", ""), meta["name"])
 
 
 class Changes:
@@ -56,7 +67,7 @@ class BoundPods:
         """Node -> bumped whenever its pods change."""
         self._node_of: dict[str, str] = {}
         self.ended: set[str] = set()
-        """Keys of pods deleted or finished since the binder last took them."""
+        """Keys of pods deleted or finished since the cluster view last took them."""
         self.bound_at: dict[str, float] = {}
         """Pod key -> when the watch first showed it bound (wall clock)."""
         self._moved: list[set[str] | None] = []
@@ -165,7 +176,7 @@ class ObjectStore:
         else:
             return
         if kind == "nrts":
-            self.nrt_updated[key.partition("/")[2]] = time.monotonic()
+            self.nrt_updated[key_name(key)] = time.monotonic()
         for reader in self._readers:
             reader.mark(kind, key)
 
@@ -174,12 +185,15 @@ class ObjectStore:
         self._synced_kinds.add(kind)
         return len(self._synced_kinds) == len(self.objects)
 
+    def node(self, name: str) -> dict[str, Any] | None:
+        return self.objects["nodes"].get(store_key("", name))
+
     def nrt(self, node: str) -> dict[str, Any] | None:
-        return self.objects["nrts"].get(f"/{node}")
+        return self.objects["nrts"].get(store_key("", node))
 
     def topology_order(self, namespace: str, name: str) -> dict[str, int] | None:
         """Workload selector -> index in the AppGroup's status.topologyOrder (None: no AppGroup or no order)."""
-        body = self.objects["appgroups"].get(f"{namespace}/{name}") or {}
+        body = self.objects["appgroups"].get(store_key(namespace, name)) or {}
         entries = (body.get("status") or {}).get("topologyOrder") or []
         try:
             return {e["workload"]["selector"]: int(e["index"]) for e in entries} or None

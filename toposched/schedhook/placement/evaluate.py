@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toposched.apis.appgroup import AppGroup
-from toposched.apis.constants import APPGROUP_LABEL, NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION, WORKLOAD_LABEL
+from toposched.apis.constants import NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTATION
 from toposched.apis.kubelet import SINGLE_NUMA_NODE, STATIC_CPU, STATIC_MEMORY
 from toposched.apis.quantity import parse_quantity
 from toposched.schedhook.placement.columnar import NodeTable, eligible_pod
@@ -91,10 +91,14 @@ def _edges(appgroup: AppGroup) -> list[Edge]:
 class Results:
     """One pod against many nodes, column by column (the extender answers thousands of nodes per call)."""
 
-    def __init__(self, names: Sequence[str], table: NodeTable, rows: Ints, pod: Pod) -> None:
+    def __init__(
+        self, names: Sequence[str], table: NodeTable, rows: Ints, pod: Pod, meta: PodMeta | None = None
+    ) -> None:
         count = len(names)
         self.pod = pod
         """The pod as evaluated (parsed once)."""
+        self.meta = meta
+        """Its metadata as parsed (None: the pod could not be read)."""
         self.names = tuple(names)
         """A tuple: once the collector has seen it holds only strings it stops tracking it, and the
         extender keeps hundreds of these (a list of thousands of names would be rescanned)."""
@@ -233,7 +237,7 @@ def evaluate(
         results.pod_error = f"invalid pod: {exc}"
         results.fail_many(*_everyone(candidates, results.pod_error))
         return results
-    results = Results(candidates, table, rows, pod)
+    results = Results(candidates, table, rows, pod, meta)
     try:
         pod_policy = parse_annotation(meta.annotations.get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
     except PolicyError as exc:
@@ -374,8 +378,8 @@ def _predict(pod: Pod, pod_policy: PodPolicy, nrt: NodeTopology, config: Placeme
 
 def _network(meta: PodMeta, results: Results, snapshot: Snapshot, config: PlacementConfig) -> None:
     namespace = meta.namespace
-    group, workload = meta.labels.get(APPGROUP_LABEL), meta.labels.get(WORKLOAD_LABEL)
-    appgroup = snapshot.appgroups.get((namespace, group or ""))
+    group, workload = meta.member or ("", None)
+    appgroup = snapshot.appgroups.get((namespace, group))
     if appgroup is None or workload is None:
         return
     edges = _edges(appgroup)

@@ -313,6 +313,27 @@ class PodMeta:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def member(self) -> tuple[str, str | None] | None:
+        """(AppGroup, workload) of an AppGroup member; None outside AppGroups."""
+        return membership(self.labels)
+
+
+def membership(labels: Mapping[str, object]) -> tuple[str, str | None] | None:
+    """(AppGroup, workload) from a pod's labels, a value that is not a string counting as absent;
+    None outside AppGroups (no AppGroup label, or an empty one)."""
+    group, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
+    if not isinstance(group, str) or not group:
+        return None
+    return group, workload if isinstance(workload, str) else None
+
+
+def pod_uid(body: object) -> str:
+    """A pod's uid, "" when it has none: read before the pod is parsed, to tell it from the others."""
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    uid = meta.get("uid") if isinstance(meta, Mapping) else None
+    return uid if isinstance(uid, str) else ""
+
 
 def pod_meta(body: object) -> PodMeta:
     """The namespace, labels and annotations of a pod (dict); ValueError naming the field."""
@@ -452,11 +473,5 @@ def placed_pod(pod: Mapping[str, Any]) -> Placed | None:
         if not all(0 <= n < MAX_NUMA_NODES for n in numa):
             numa = ()
     namespace = meta.get("namespace", "default")
-    appgroup, workload = labels.get(APPGROUP_LABEL), labels.get(WORKLOAD_LABEL)
-    return Placed(
-        namespace if isinstance(namespace, str) else "default",
-        node,
-        appgroup if isinstance(appgroup, str) else None,
-        workload if isinstance(workload, str) else None,
-        numa,
-    )
+    appgroup, workload = membership(labels) or (None, None)
+    return Placed(namespace if isinstance(namespace, str) else "default", node, appgroup, workload, numa)

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from testkit.builders import node_body, nrt_body, pod_body
-from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.bindwait import IN_VAIN_BEFORE_IDLE, LAGS_BEFORE_LEARNING, BindWindows
+from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
 from toposched.schedhook.extender.store import ObjectStore
 
 
@@ -67,13 +67,13 @@ def test_without_binds_coming_the_filters_stop_waiting_until_one_does() -> None:
     assert w.deadline("p13", 12.01) == pytest.approx(12.25)
 
 
-def binder(bind_wait: float) -> Binder:
+def extender(bind_wait: float) -> Coordinator:
     store = ObjectStore()
     store.listed("nodes", [node_body("n1", allocatable={"cpu": "8", "memory": "16Gi"})])
     store.listed("nrts", [nrt_body("n1", [{"cpu": 4, "memory": "8Gi"}] * 2)])
     for kind in ("appgroups", "networktopologies", "pods"):
         store.listed(kind, [])
-    return Binder(store, api=None, weights_name="NetperfCosts", bind_wait=bind_wait)
+    return Coordinator(store, api=None, config=ExtenderConfig(bind_wait=bind_wait))
 
 
 def pod(i: int) -> dict[str, object]:
@@ -81,10 +81,10 @@ def pod(i: int) -> dict[str, object]:
 
 
 async def test_a_pod_never_bound_delays_the_next_filter_by_the_learned_window_only() -> None:
-    b = binder(bind_wait=1.0)
+    b = extender(bind_wait=1.0)
     for i in range(LAGS_BEFORE_LEARNING):  # binds that come 1 ms after their filter's answer
         await b.filter(pod(i), ["n1"])
-        b.unbound.bound(f"u-{i}", time.monotonic() + 0.001)
+        b.bind_wait.windows.bound(f"u-{i}", time.monotonic() + 0.001)
     await b.filter(pod(100), ["n1"])  # answered, never bound
     started = time.monotonic()
     await b.filter(pod(101), ["n1"])
@@ -92,7 +92,7 @@ async def test_a_pod_never_bound_delays_the_next_filter_by_the_learned_window_on
 
 
 async def test_a_filter_still_waits_for_a_bind_that_comes() -> None:
-    b = binder(bind_wait=1.0)
+    b = extender(bind_wait=1.0)
     await b.filter(pod(1), ["n1"])
 
     async def bind_later() -> None:

@@ -9,8 +9,8 @@ from aiohttp import web
 from testkit.certs import SCHEDULER_CLIENT, ExtenderPKI
 from testkit.extender import REFUSED, call
 from testkit.nrt import POD
-from toposched.schedhook.extender.binder import Binder
 from toposched.schedhook.extender.clientauth import certificate_names, require_client, server_context
+from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
 from toposched.schedhook.extender.server import Extender
 from toposched.schedhook.extender.store import ObjectStore
 
@@ -19,7 +19,7 @@ BODY = {"Pod": POD, "NodeNames": ["n0"], "PodName": "p", "PodNamespace": "defaul
 
 @pytest.fixture
 async def port(pki: ExtenderPKI) -> AsyncIterator[int]:
-    extender = Extender(Binder(ObjectStore(), None, "NetperfCosts", bind_wait=0))  # never synced
+    extender = Extender(Coordinator(ObjectStore(), None, ExtenderConfig(bind_wait=0)))  # never synced
     runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
     tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))

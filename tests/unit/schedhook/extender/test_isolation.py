@@ -83,8 +83,8 @@ def versioned(objects: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[s
 
 
 def answers(objects: dict[str, list[dict[str, Any]]], pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    binder = in_process(objects)
-    results = evaluate(pod, NAMES, binder.snapshot(exclude="u-test"), PlacementConfig())
+    view = in_process(objects).view
+    results = evaluate(pod, NAMES, view.snapshot(exclude="u-test"), PlacementConfig())
     out = {}
     for r in results.all():
         out[r.node] = {"fit": r.fit, "reason": r.reason, "zones": r.numa_zones, "numa": r.scores.get("numa")}

@@ -9,8 +9,9 @@ import pytest
 from testkit.builders import node_body, nrt_body, pod_body
 from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT, TOPOLOGY_MANAGER_POLICY_LABEL
 from toposched.apis.fingerprint import fingerprint
-from toposched.schedhook.extender.binder import Binder
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.clusterview import ClusterView
+from toposched.schedhook.extender.knowledge import Knowledge
+from toposched.schedhook.extender.store import ObjectStore, store_key
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 
 EXCLUSIVE = pod_body("p", cpu=2, memory="1Gi")  # Guaranteed, integral CPUs
@@ -25,7 +26,7 @@ class Clock:
         return self.t
 
 
-def extender(clock: Clock, labelled: bool, grace: float = 600) -> Binder:
+def extender(clock: Clock, labelled: bool, grace: float = 600) -> ClusterView:
     store = ObjectStore()
     labels = {TOPOLOGY_MANAGER_POLICY_LABEL: "single-numa-node"} if labelled else {}
     node = node_body("n1", allocatable={"cpu": "8", "memory": "16Gi"})
@@ -33,9 +34,7 @@ def extender(clock: Clock, labelled: bool, grace: float = 600) -> Binder:
     store.listed("nodes", [node])
     for kind in ("nrts", "appgroups", "networktopologies", "pods"):
         store.listed(kind, [])
-    binder = Binder(store, api=None, weights_name="NetperfCosts", nrt_grace=grace, stale_after=30)
-    binder.knowledge.now = clock
-    return binder
+    return ClusterView(store, Knowledge(store, grace, stale_after=30, now=clock))
 
 
 def nrt(pods: list[tuple[str, str]] | None = None, version: str = "1") -> dict[str, Any]:
@@ -45,28 +44,28 @@ def nrt(pods: list[tuple[str, str]] | None = None, version: str = "1") -> dict[s
     return body
 
 
-def answer(binder: Binder, pod: dict[str, Any]) -> tuple[bool, str]:
-    result = evaluate(pod, ["n1"], binder.snapshot(), PlacementConfig()).node(0)
+def answer(view: ClusterView, pod: dict[str, Any]) -> tuple[bool, str]:
+    result = evaluate(pod, ["n1"], view.snapshot(), PlacementConfig()).node(0)
     return result.fit, result.reason
 
 
-Step = Callable[[Binder, Clock], None]
+Step = Callable[[ClusterView, Clock], None]
 
 
-def nrt_deleted(binder: Binder, clock: Clock) -> None:
-    binder.store.event("nrts", "ADDED", nrt())
-    binder.snapshot()
+def nrt_deleted(view: ClusterView, clock: Clock) -> None:
+    view.store.event("nrts", "ADDED", nrt())
+    view.snapshot()
     clock.t += 5
-    binder.store.event("nrts", "DELETED", nrt())
+    view.store.event("nrts", "DELETED", nrt())
 
 
-def nothing(binder: Binder, clock: Clock) -> None:
+def nothing(view: ClusterView, clock: Clock) -> None:
     pass
 
 
-def grace_over(binder: Binder, clock: Clock) -> None:
-    nrt_deleted(binder, clock)
-    binder.snapshot()
+def grace_over(view: ClusterView, clock: Clock) -> None:
+    nrt_deleted(view, clock)
+    view.snapshot()
     clock.t += 601
 
 
@@ -82,27 +81,43 @@ def grace_over(binder: Binder, clock: Clock) -> None:
 )
 def test_a_node_missing_its_nrt(labelled: bool, step: Step, blind: bool) -> None:
     clock = Clock()
-    binder = extender(clock, labelled)
-    step(binder, clock)
-    fit, reason = answer(binder, EXCLUSIVE)
+    view = extender(clock, labelled)
+    step(view, clock)
+    fit, reason = answer(view, EXCLUSIVE)
     assert fit is not blind
     if blind:
         assert reason.startswith("NRT of n1 missing since ")
         assert "not publishing" in reason
-    assert answer(binder, SHARED)[0]  # a pod that needs nothing exclusive is judged as before
+    assert answer(view, SHARED)[0]  # a pod that needs nothing exclusive is judged as before
 
 
 def test_an_nrt_that_leaves_out_a_bound_pod_turns_stale_and_recovers() -> None:
     clock = Clock()
-    binder = extender(clock, labelled=True)
-    binder.store.event("nrts", "ADDED", nrt([]))
+    view = extender(clock, labelled=True)
+    view.store.event("nrts", "ADDED", nrt([]))
     bound = pod_body("old", namespace="ns", node_name="n1", cpu=1, memory="1Gi")
-    binder.store.event("pods", "ADDED", bound)
-    binder.store.pods.bound_at["ns/old"] = clock.t
-    assert answer(binder, EXCLUSIVE)[0]  # an NRT a little behind is the usual
+    view.store.event("pods", "ADDED", bound)
+    view.store.pods.bound_at[store_key("ns", "old")] = clock.t
+    assert answer(view, EXCLUSIVE)[0]  # an NRT a little behind is the usual
     clock.t += 31
-    fit, reason = answer(binder, EXCLUSIVE)
+    fit, reason = answer(view, EXCLUSIVE)
     assert not fit
     assert reason.startswith("NRT of n1 is stale: 1 pod(s) bound since ")
-    binder.store.event("nrts", "MODIFIED", nrt([("ns", "old")], version="2"))
-    assert answer(binder, EXCLUSIVE)[0]
+    view.store.event("nrts", "MODIFIED", nrt([("ns", "old")], version="2"))
+    assert answer(view, EXCLUSIVE)[0]
+
+
+def test_a_node_turning_blind_is_told_once_each_time() -> None:
+    clock = Clock()
+    told: list[tuple[str, str]] = []
+    store = extender(clock, labelled=True).store
+    knowledge = Knowledge(store, now=clock, turned_blind=lambda node, why: told.append((node["metadata"]["name"], why)))
+    assert set(knowledge.blind_nodes()) == {"n1"}  # labelled, never published
+    knowledge.blind_nodes()
+    assert [name for name, _ in told] == ["n1"]
+    assert told[0][1].startswith("NRT of n1 missing since ")
+    store.event("nrts", "ADDED", nrt())
+    assert knowledge.blind_nodes() == {}
+    store.event("nrts", "DELETED", nrt())
+    knowledge.blind_nodes()
+    assert [name for name, _ in told] == ["n1", "n1"]

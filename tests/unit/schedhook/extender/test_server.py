@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from testkit.extender import in_process
 from testkit.nrt import POD, nrt
-from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
 from toposched.schedhook.extender.server import Extender, _priorities
 from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
@@ -34,11 +34,11 @@ def test_priorities_decode_to_host_and_extender_score(names: list[str], scores: 
 
 
 @pytest.fixture
-async def extender() -> AsyncIterator[tuple[TestClient[Any, Any], Binder]]:
-    binder = Binder(ObjectStore(), None, "NetperfCosts", bind_wait=0)
-    client = TestClient(TestServer(Extender(binder).app()))
+async def extender() -> AsyncIterator[tuple[TestClient[Any, Any], Coordinator]]:
+    coordinator = Coordinator(ObjectStore(), None, ExtenderConfig(bind_wait=0))
+    client = TestClient(TestServer(Extender(coordinator).app()))
     await client.start_server()
-    yield client, binder
+    yield client, coordinator
     await client.close()
 
 
@@ -49,7 +49,7 @@ async def post(client: TestClient[Any, Any], verb: str, names: list[str]) -> Any
 
 
 async def test_filter_before_the_cache_synced_is_an_error_the_scheduler_retries(
-    extender: tuple[TestClient[Any, Any], Binder],
+    extender: tuple[TestClient[Any, Any], Coordinator],
 ) -> None:
     client, _ = extender
     assert (await post(client, "filter", ["n0"]))["Error"] == "toposched: the extender's cache is still syncing"
@@ -57,12 +57,12 @@ async def test_filter_before_the_cache_synced_is_an_error_the_scheduler_retries(
 
 
 async def test_filter_then_prioritize_answer_every_candidate(
-    extender: tuple[TestClient[Any, Any], Binder],
+    extender: tuple[TestClient[Any, Any], Coordinator],
 ) -> None:
-    client, binder = extender
+    client, coordinator = extender
     rng = random.Random(3)
     bodies = [nrt(f"n{i}", rng) for i in range(40)]
-    synced(binder.store, bodies)
+    synced(coordinator.view.store, bodies)
     assert (await client.get("/readyz")).status == 200
     names = [*(b["metadata"]["name"] for b in bodies), "no-nrt"]
     answer = await post(client, "filter", names)
@@ -86,17 +86,17 @@ def synced(store: ObjectStore, nrts: list[dict[str, Any]]) -> None:
 
 
 async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
-    extender: tuple[TestClient[Any, Any], Binder],
+    extender: tuple[TestClient[Any, Any], Coordinator],
 ) -> None:
     """Issue item 4: such an NRT made every filter call answer 500 until it was deleted."""
-    client, binder = extender
+    client, coordinator = extender
     rng = random.Random(3)
     bodies = [nrt(f"n{i}", rng) for i in range(6)]
     names = [b["metadata"]["name"] for b in bodies]
-    clean = in_process({"nrts": copy.deepcopy(bodies)})
+    clean = in_process({"nrts": copy.deepcopy(bodies)}).view
     for resource in bodies[2]["zones"][0]["resources"]:
         resource.update(capacity="1e999999", allocatable="1e999999", available="1e999999")
-    synced(binder.store, bodies)
+    synced(coordinator.view.store, bodies)
     answer = await post(client, "filter", names)
     assert answer["Error"] == ""
     reason = answer["FailedNodes"].pop("n2")
@@ -108,7 +108,7 @@ async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
     priorities = await post(client, "prioritize", answer["NodeNames"])
     assert [p["Host"] for p in priorities] == answer["NodeNames"]
     # Reported once (the Event needs a cluster: there is no API client here).
-    assert binder.snapshots.take_rejected() == []
+    assert coordinator.view.take_rejected() == []
 
 
 @pytest.mark.parametrize(
@@ -121,11 +121,11 @@ async def test_an_nrt_of_1e999999_fails_its_node_with_a_reason_and_no_other(
     ids=["cpu-1e999999", "cpu-abc", "resources-a-number"],
 )
 async def test_a_bad_pod_gets_a_filter_error_with_the_reason(
-    extender: tuple[TestClient[Any, Any], Binder], resources: object, error: str
+    extender: tuple[TestClient[Any, Any], Coordinator], resources: object, error: str
 ) -> None:
     """Issue item 6: a Guaranteed pod with cpu 1e999999 got a 500 without a reason."""
-    client, binder = extender
-    synced(binder.store, [nrt(f"n{i}", random.Random(i)) for i in range(3)])
+    client, coordinator = extender
+    synced(coordinator.view.store, [nrt(f"n{i}", random.Random(i)) for i in range(3)])
     pod = copy.deepcopy(POD)
     pod["spec"]["containers"][0]["resources"] = resources
     response = await client.post("/filter", data=orjson.dumps({"Pod": pod, "NodeNames": ["n0", "n1", "n2"]}))
@@ -159,11 +159,11 @@ async def test_a_bad_pod_gets_a_filter_error_with_the_reason(
     ],
 )
 async def test_a_request_that_is_not_extender_args_is_a_400_with_the_reason(
-    extender: tuple[TestClient[Any, Any], Binder], verb: str, body: bytes, error: str | None
+    extender: tuple[TestClient[Any, Any], Coordinator], verb: str, body: bytes, error: str | None
 ) -> None:
     """None: the request is ExtenderArgs, the pod in it is not a pod (answered, never a 500)."""
-    client, binder = extender
-    synced(binder.store, [])
+    client, coordinator = extender
+    synced(coordinator.view.store, [])
     response = await client.post(f"/{verb}", data=body)
     assert response.status == (200 if error is None else 400)
     if error is not None:

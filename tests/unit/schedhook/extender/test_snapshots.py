@@ -14,9 +14,11 @@ from testkit.nrt import POD, nrt
 from toposched.apis.constants import APPGROUP_LABEL
 from toposched.kube import rest
 from toposched.kube.credentials import Credentials
-from toposched.schedhook.extender.binder import BINDING_SECONDS, Binder
+from toposched.schedhook.extender.clusterview import BINDING_SECONDS, ClusterView
+from toposched.schedhook.extender.coordinator import Coordinator
+from toposched.schedhook.extender.knowledge import Knowledge
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.store import ObjectStore, store_key
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.model import Placed
 
@@ -67,13 +69,14 @@ events = st.lists(
 )
 
 
-def extender() -> Binder:
+def cluster_view() -> ClusterView:
     # No memory of NRTs gone: a store listed afresh has none (what it remembers: test_knowledge).
-    return Binder(ObjectStore(), api=None, weights_name="NetperfCosts", nrt_grace=0)
+    store = ObjectStore()
+    return ClusterView(store, Knowledge(store, grace=0))
 
 
-def view(binder: Binder) -> dict[str, Any]:
-    snap = binder.snapshot()
+def view(cluster: ClusterView) -> dict[str, Any]:
+    snap = cluster.snapshot()
     results = evaluate(POD, NAMES, snap, PlacementConfig())
     return {
         "nrts": snap.nrts,
@@ -87,11 +90,11 @@ def view(binder: Binder) -> dict[str, Any]:
 @settings(max_examples=150, deadline=None)
 @given(events)
 def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[str, str, str, int, bool]]) -> None:
-    binder = extender()
-    store = binder.store
+    cluster = cluster_view()
+    store = cluster.store
     for kind in KINDS:
         store.listed(kind, [body(kind, n, 0, 1) for n in NAMES[:3]])
-    binder.ledger.reserve(Reservation("held", "n1", (0,), {"cpu": Decimal(4)}, key="ns/held"))
+    cluster.ledger.reserve(Reservation("held", "n1", (0,), {"cpu": Decimal(4)}, key=store_key("ns", "held")))
     version = 2
     for kind, kind_of_event, name, variant, look in steps:
         version += 1
@@ -99,35 +102,35 @@ def test_a_cache_followed_event_by_event_matches_a_fresh_list(steps: list[tuple[
         if kind_of_event == "relist":
             store.listed(kind, [*current.values(), body(kind, name, variant, version)])
         elif kind_of_event == "heartbeat":
-            key = f"/{name}" if kind == "nodes" else None
+            key = store_key("", name) if kind == "nodes" else None
             if key in current:
                 beat = dict(current[key], metadata=dict(current[key]["metadata"], resourceVersion=str(version)))
                 store.event(kind, "MODIFIED", beat)
         else:
             store.event(kind, kind_of_event, body(kind, name, variant, version))
         if look:
-            view(binder)
-    fresh = extender()
+            view(cluster)
+    fresh = cluster_view()
     for kind in KINDS:
         fresh.store.listed(kind, list(store.objects[kind].values()))
-    for held in binder.ledger.by_pod.values():
+    for held in cluster.ledger.by_pod.values():
         fresh.ledger.reserve(held)
-    assert view(binder) == view(fresh)
+    assert view(cluster) == view(fresh)
 
 
 def test_a_malformed_object_is_ignored_and_hides_nothing_else() -> None:
-    binder = extender()
+    cluster = cluster_view()
     good, bad = body("nrts", "n0", 0, 1), body("nrts", "n1", 0, 1)
     bad["zones"][0]["resources"][0]["available"] = "lots"  # not a quantity
-    binder.store.listed("nrts", [bad, good])
+    cluster.store.listed("nrts", [bad, good])
     broken = {"metadata": {"name": "broken", "namespace": "ns"}, "spec": {}}
-    binder.store.listed("appgroups", [broken, appgroup("ag", 0)])
-    snap = binder.snapshot()
+    cluster.store.listed("appgroups", [broken, appgroup("ag", 0)])
+    snap = cluster.snapshot()
     assert set(snap.nrts) == {"n0"}  # n1 fails every pod, saying why (snap.invalid)
     assert set(snap.appgroups) == {("ns", "ag")}
     fixed = body("nrts", "n1", 0, 2)
-    binder.store.event("nrts", "MODIFIED", fixed)
-    assert set(binder.snapshot().nrts) == {"n0", "n1"}
+    cluster.store.event("nrts", "MODIFIED", fixed)
+    assert set(cluster.snapshot().nrts) == {"n0", "n1"}
 
 
 class Accepting(rest.Kube):
@@ -153,16 +156,17 @@ class Accepting(rest.Kube):
 async def test_a_pod_being_bound_counts_as_placed_until_the_watch_shows_it(
     then: str, placed: list[Placed], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    binder = Binder(ObjectStore(), api=None if then == "bind-failed" else Accepting(), weights_name="NetperfCosts")
+    extender = Coordinator(ObjectStore(), api=None if then == "bind-failed" else Accepting())
+    cluster = extender.view
     for kind in KINDS:
-        binder.store.listed(kind, [])
+        cluster.store.listed(kind, [])
     member = pod_body("p-x", namespace="ns", uid="u-x", labels=member_labels("ag", "a"), cpu=1, memory="1Gi")
-    assert (await binder.filter(member, ["n2"])).fitting() == ("n2",)
-    failed = await binder.bind("ns", "p-x", "u-x", "n2")  # without an API client the bind fails
+    assert (await extender.filter(member, ["n2"])).fitting() == ("n2",)
+    failed = await extender.bind("ns", "p-x", "u-x", "n2")  # without an API client the bind fails
     assert bool(failed) is (then == "bind-failed")
     if then == "watch-shows-it-bound":
-        binder.store.event("pods", "ADDED", body("pods", "x", 2, 2))
+        cluster.store.event("pods", "ADDED", body("pods", "x", 2, 2))
     elif then == "never-seen":  # BINDING_SECONDS later
         real = time.monotonic
         monkeypatch.setattr(time, "monotonic", lambda: real() + BINDING_SECONDS + 1)
-    assert binder.snapshot().placed == placed
+    assert cluster.snapshot().placed == placed

@@ -8,9 +8,9 @@ import pytest
 
 from testkit.builders import nrt_body, pod_body
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
-from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.clusterview import ClusterView
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.store import ObjectStore, store_key
 from toposched.schedhook.placement.freshness import accounted
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
@@ -82,51 +82,57 @@ def _bound(name: str, uid: str | None = None) -> dict[str, Any]:
 
 
 def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
-    binder = Binder(ObjectStore(), None, "NetperfCosts")
-    binder.store.listed("nrts", [_nrt("1", [("ns", "old")])])
-    binder.store.event("pods", "ADDED", _bound("old"))
-    binder.ledger.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key="ns/new"))
-    assert [r.pod for r in binder.settle()] == ["uid-new"]  # our view has not seen the bind
-    binder.store.event("pods", "ADDED", _bound("new"))
-    binder.store.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
-    assert [r.pod for r in binder.settle()] == ["uid-new"]
-    binder.ledger.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key="ns/newer"))
-    binder.store.event("pods", "ADDED", _bound("newer"))
-    binder.store.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
-    assert [r.pod for r in binder.settle()] == ["uid-newer"]
-    binder.store.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
-    assert binder.settle() == []
+    view = ClusterView(ObjectStore())
+    view.store.listed("nrts", [_nrt("1", [("ns", "old")])])
+    view.store.event("pods", "ADDED", _bound("old"))
+    view.ledger.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key=store_key("ns", "new")))
+    assert [r.pod for r in view.settle()] == ["uid-new"]  # our view has not seen the bind
+    view.store.event("pods", "ADDED", _bound("new"))
+    view.store.nrt_updated["n"] = float("inf")  # any update "after the bind" is not enough with a fingerprint
+    assert [r.pod for r in view.settle()] == ["uid-new"]
+    view.ledger.reserve(Reservation("uid-newer", "n", (0,), {"cpu": Decimal(2)}, key=store_key("ns", "newer")))
+    view.store.event("pods", "ADDED", _bound("newer"))
+    view.store.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # one bind behind
+    assert [r.pod for r in view.settle()] == ["uid-newer"]
+    view.store.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
+    assert view.settle() == []
 
 
 def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:
-    binder = Binder(ObjectStore(), None, "NetperfCosts")
-    binder.store.listed("nrts", [_nrt("1", None)])
+    view = ClusterView(ObjectStore())
+    view.store.listed("nrts", [_nrt("1", None)])
     now = time.monotonic()
     # Bound 0.5 s before the update: the NRT may have been computed before the kubelet saw the pod.
-    binder.ledger.reserve(Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key="ns/recent"))
-    binder.ledger.reserve(Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key="ns/settled"))
-    assert len(binder.settle()) == 2  # no update since the binds
-    binder.store.event("nrts", "MODIFIED", _nrt("2", None))
-    assert [r.pod for r in binder.settle()] == ["recent"]
+    view.ledger.reserve(
+        Reservation("recent", "n", (0,), {"cpu": Decimal(2)}, since=now - 0.5, key=store_key("ns", "recent"))
+    )
+    view.ledger.reserve(
+        Reservation("settled", "n", (0,), {"cpu": Decimal(2)}, since=now - 1.5, key=store_key("ns", "settled"))
+    )
+    assert len(view.settle()) == 2  # no update since the binds
+    view.store.event("nrts", "MODIFIED", _nrt("2", None))
+    assert [r.pod for r in view.settle()] == ["recent"]
 
 
 def test_reservations_time_out_oldest_first() -> None:
-    binder = Binder(ObjectStore(), None, "NetperfCosts", reservation_timeout=10.0)
+    view = ClusterView(ObjectStore(), reservation_timeout=10.0)
     now = time.monotonic()
     for uid, age in (("old", 11.0), ("older-but-renewed", 12.0), ("young", 1.0)):
-        binder.ledger.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=f"ns/{uid}"))
-    binder.ledger.reserve(Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key="ns/older-but-renewed"))
-    assert [r.pod for r in binder.settle()] == ["young", "older-but-renewed"]
+        view.ledger.reserve(Reservation(uid, "n", (0,), {"cpu": Decimal(1)}, since=now - age, key=store_key("ns", uid)))
+    view.ledger.reserve(
+        Reservation("older-but-renewed", "n", (0,), {"cpu": Decimal(1)}, key=store_key("ns", "older-but-renewed"))
+    )
+    assert [r.pod for r in view.settle()] == ["young", "older-but-renewed"]
 
 
 def test_a_reservation_ends_with_its_pod() -> None:
-    binder = Binder(ObjectStore(), None, "NetperfCosts")
-    binder.store.listed("nrts", [_nrt("1", [])])
+    view = ClusterView(ObjectStore())
+    view.store.listed("nrts", [_nrt("1", [])])
     pods = {}
     for name in ("deleted", "finished", "running"):
         pods[name] = _bound(name, uid=f"uid-{name}")
-        binder.ledger.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=f"ns/{name}"))
-        binder.store.event("pods", "ADDED", pods[name])
-    binder.store.event("pods", "DELETED", pods["deleted"])
-    binder.store.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
-    assert [r.pod for r in binder.settle()] == ["uid-running"]
+        view.ledger.reserve(Reservation(f"uid-{name}", "n", (0,), {"cpu": Decimal(2)}, key=store_key("ns", name)))
+        view.store.event("pods", "ADDED", pods[name])
+    view.store.event("pods", "DELETED", pods["deleted"])
+    view.store.event("pods", "MODIFIED", pods["finished"] | {"status": {"phase": "Succeeded"}})
+    assert [r.pod for r in view.settle()] == ["uid-running"]

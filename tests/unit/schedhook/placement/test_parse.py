@@ -11,16 +11,18 @@ import yaml
 from testkit.builders import nrt_body
 from testkit.nrt import POD
 from testkit.paths import EXAMPLES
-from toposched.apis.constants import REGION_LABEL, ZONE_LABEL
+from toposched.apis.constants import APPGROUP_LABEL, REGION_LABEL, WORKLOAD_LABEL, ZONE_LABEL
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.schedhook.placement.network import Location
 from toposched.schedhook.placement.parse import (
     from_nrt,
+    membership,
     node_allocatable,
     node_location,
     parse_pod,
     placed_pod,
     pod_from_spec,
+    pod_uid,
 )
 
 
@@ -81,6 +83,55 @@ def test_a_valid_pod_parses() -> None:
     pod, meta = parse_pod(POD)
     assert pod.containers[0].request == {"cpu": 8, "memory": 16 * 2**30, "example.com/nic": 1}
     assert (meta.namespace, dict(meta.labels)) == ("default", {})
+
+
+@pytest.mark.parametrize(
+    ("labels", "member"),
+    [
+        ({}, None),
+        ({APPGROUP_LABEL: "shop"}, ("shop", None)),
+        ({APPGROUP_LABEL: "shop", WORKLOAD_LABEL: "web"}, ("shop", "web")),
+        ({WORKLOAD_LABEL: "web"}, None),
+        ({APPGROUP_LABEL: ""}, None),
+        ({APPGROUP_LABEL: 5, WORKLOAD_LABEL: "web"}, None),
+        ({APPGROUP_LABEL: "shop", WORKLOAD_LABEL: ["web"]}, ("shop", None)),
+    ],
+    ids=[
+        "no-labels",
+        "no-workload",
+        "member",
+        "workload-alone",
+        "empty-appgroup",
+        "appgroup-a-number",
+        "workload-a-list",
+    ],
+)
+def test_appgroup_membership_from_labels(labels: dict[str, object], member: tuple[str, str | None] | None) -> None:
+    assert membership(labels) == member
+    pod = {"metadata": {"labels": labels}, "spec": {"nodeName": "n"}}
+    placed = placed_pod(pod)
+    assert placed is not None
+    assert (placed.appgroup, placed.workload) == (member or (None, None))
+
+
+def test_the_parsed_metadata_says_the_membership() -> None:
+    _, meta = parse_pod({"metadata": {"labels": {APPGROUP_LABEL: "shop", WORKLOAD_LABEL: "db"}}, "spec": POD["spec"]})
+    assert meta.member == ("shop", "db")
+
+
+@pytest.mark.parametrize(
+    ("body", "uid"),
+    [
+        ({"metadata": {"uid": "u-1"}}, "u-1"),
+        ({"metadata": {}}, ""),
+        ({"metadata": {"uid": 5}}, ""),
+        ({"metadata": "x"}, ""),
+        ("not a pod", ""),
+    ],
+    ids=["uid", "none", "a-number", "metadata-a-string", "not-an-object"],
+)
+def test_pod_uid(body: object, uid: str) -> None:
+    assert pod_uid(body) == uid
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ from typing import Any
 import pytest
 
 from testkit.builders import node_body, nrt_body, pod_body
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION
 from toposched.kube import rest
-from toposched.schedhook.extender.binder import Binder
+from toposched.schedhook.extender.binding import Bind
+from toposched.schedhook.extender.coordinator import Coordinator
 from toposched.schedhook.extender.store import ObjectStore
 
 POD = pod_body("p", cpu=2, memory="1Gi", namespace="default", uid="u-1")
@@ -23,13 +25,13 @@ class Api:
         return body
 
 
-def binder(error: Exception | None) -> Binder:
+def extender(error: Exception | None) -> Coordinator:
     store = ObjectStore()
     store.listed("nodes", [node_body("n1", allocatable={"cpu": "8", "memory": "16Gi"})])
     store.listed("nrts", [nrt_body("n1", [{"cpu": 4, "memory": "8Gi"}] * 2)])
     for kind in ("appgroups", "networktopologies", "pods"):
         store.listed(kind, [])
-    return Binder(store, api=Api(error), weights_name="NetperfCosts")  # type: ignore[arg-type]
+    return Coordinator(store, api=Api(error))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -42,9 +44,30 @@ def binder(error: Exception | None) -> Binder:
     ],
 )
 async def test_the_reservation_after_a_binding_call(error: Exception | None, kept: bool) -> None:
-    b = binder(error)
+    b = extender(error)
     await b.filter(POD, ["n1"])
     uid = "u-1"
     failed = await b.bind("default", "p", uid, "n1")
     assert bool(failed) == (error is not None)
-    assert (uid in b.ledger.by_pod) == kept
+    assert (uid in b.view.ledger.by_pod) == kept
+
+
+@pytest.mark.parametrize(
+    ("bind", "metadata"),
+    [
+        pytest.param(Bind("ns", "p", "u-1", "n1"), {"name": "p", "namespace": "ns", "uid": "u-1"}, id="plain"),
+        pytest.param(Bind("ns", "p", "", "n1"), {"name": "p", "namespace": "ns"}, id="no-uid"),
+        pytest.param(
+            Bind("ns", "p", "u-1", "n1", {NUMA_ZONES_ANNOTATION: '["node-0"]'}),
+            {"name": "p", "namespace": "ns", "uid": "u-1", "annotations": {NUMA_ZONES_ANNOTATION: '["node-0"]'}},
+            id="zones-predicted",
+        ),
+    ],
+)
+def test_the_binding_body(bind: Bind, metadata: dict[str, Any]) -> None:
+    assert bind.body() == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": metadata,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    }

@@ -1,0 +1,136 @@
+"""A pod's Binding to the node kube-scheduler chose, with the NUMA zones predicted for it.
+
+A bind is done in two steps. ``reserve`` takes the pod's filter (or evaluates the pod again when
+it is no longer kept), holds its request on the predicted zones in the ledger and counts an
+AppGroup member as placed -- all before any await of the caller's, so the next pod's filter
+already sees it. ``post`` then calls the API: a node's zone-annotated Bindings one after another,
+in the order their zones were predicted (``bindorder``). A Binding the apiserver refused frees
+what it held; one it never answered keeps it (the pod may be bound: its zones must not be booked
+twice) until the watch shows the pod or the reservation times out.
+"""
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from prometheus_client import Counter
+
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION
+from toposched.kube import rest
+from toposched.schedhook.extender.bindorder import NodeBindOrder
+from toposched.schedhook.extender.clusterview import ClusterView
+from toposched.schedhook.extender.filtered import Filtered, FilterMemory
+from toposched.schedhook.extender.reservations import Reservation
+from toposched.schedhook.extender.store import store_key
+from toposched.schedhook.placement.evaluate import Results
+from toposched.schedhook.placement.model import Placed
+from toposched.schedhook.placement.parse import pod_uid
+
+logger = logging.getLogger(__name__)
+
+FORGOTTEN = Counter(
+    "toposched_extender_binds_reevaluated_total",
+    "Binds whose filter result was no longer kept, so the pod was read and evaluated again.",
+)
+
+Evaluate = Callable[[dict[str, Any], Sequence[str]], Results]
+"""Evaluate a pod (its body) on some nodes, keeping the results as its latest filter."""
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One binding call: the apiserver copies a Binding's annotations onto the pod."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: dict[str, str] | None = None
+    """The predicted NUMA zones (None: none predicted)."""
+
+    def body(self) -> dict[str, Any]:
+        """The Binding, a plain dict (no model serialisation)."""
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.uid:
+            metadata["uid"] = self.uid
+        if self.annotations:
+            metadata["annotations"] = self.annotations
+        return {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+        }
+
+
+class Binder:
+    def __init__(self, view: ClusterView, filtered: FilterMemory, api: rest.Kube | None, evaluate: Evaluate) -> None:
+        self.view = view
+        self.filtered = filtered
+        self.api = api
+        self.evaluate = evaluate
+        self.order = NodeBindOrder()
+
+    async def reserve(self, namespace: str, name: str, uid: str, node: str) -> Bind:
+        """The pod's Binding to ``node``, its predicted zones held in the ledger and, for an
+        AppGroup member, counted as placed there (the next pods of its AppGroup go near it)."""
+        kept = self.filtered.pop(uid)
+        if kept is None or not kept.results.has(node):
+            # Filtered long ago (a slow binding cycle) or by an earlier process: evaluate again.
+            FORGOTTEN.inc()
+            kept = await self._evaluate_bound(namespace, name, node)
+        annotations: dict[str, str] | None = None
+        if kept is not None:
+            numa, zones = kept.results.prediction(node)
+            if numa:  # reserved before any await, so the next pod's filter already sees it
+                held = Reservation(uid, node, tuple(numa), kept.request, key=store_key(namespace, name))
+                self.view.ledger.reserve(held)
+                annotations = {NUMA_ZONES_ANNOTATION: json.dumps(zones)}
+            if kept.member is not None:
+                self.view.binding(name, Placed(namespace, node, *kept.member))
+        return Bind(namespace, name, uid, node, annotations)
+
+    async def post(self, bind: Bind) -> str:
+        """Issue the binding call; "" or why it failed (kube-scheduler retries the pod)."""
+        if bind.annotations:  # zones predicted: the kubelet must see this node's bindings in this order
+            async with self.order.turn(bind.node):
+                error, refused = await self._post(bind)
+        else:
+            error, refused = await self._post(bind)
+        if error:
+            logger.warning(error)
+            if refused:  # not bound: nothing to hold. Unanswered, it may be bound: the reservation
+                # stays until the watch shows the pod or it times out, never double-booking its zones.
+                self.view.ledger.release(bind.uid)
+                self.view.not_bound(bind.namespace, bind.name)
+        return error
+
+    async def _evaluate_bound(self, namespace: str, name: str, node: str) -> Filtered | None:
+        if self.api is None:
+            return None
+        try:
+            pod = await self.api.get(rest.path("", "v1", "pods", namespace, name))
+        except (rest.ApiError, aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
+            logger.warning("bind of %s/%s: cannot read the pod (%s); bound without NUMA zones", namespace, name, exc)
+            return None
+        self.evaluate(pod, [node])
+        return self.filtered.pop(pod_uid(pod))
+
+    async def _post(self, bind: Bind) -> tuple[str, bool]:
+        """The binding call's failure as a message, else ""; and whether it surely did not bind
+        (the apiserver refused it, rather than not answering)."""
+        where = f"binding {bind.namespace}/{bind.name} to {bind.node}"
+        if self.api is None:
+            return f"{where}: no API client", True
+        try:
+            await self.api.create(rest.path("", "v1", "pods", bind.namespace, bind.name) + "/binding", bind.body())
+        except rest.ApiError as exc:
+            return f"{where}: {exc.status} {exc.reason}", True
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # the apiserver away: kube-scheduler retries
+            why = exc or type(exc).__name__
+            return f"{where}: the apiserver did not answer ({why})", False
+        return "", False

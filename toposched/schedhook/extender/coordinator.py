@@ -1,0 +1,106 @@
+"""kube-scheduler's three calls -- filter, prioritize's scores, bind -- from the HTTP adapter to the
+roles that answer them.
+
+A filter waits for the binds of pods answered before it (``bindwait``), evaluates the pod on the
+cluster view (``clusterview``) and keeps the results (``filtered``) for the pod's prioritize and
+bind; a bind reserves, then posts (``binding``). Nodes turning blind and objects found unreadable
+get a Warning Event (``eventsink``).
+
+kube-scheduler binds asynchronously: the next pod's filter can arrive before the previous pod's
+bind, hence the wait -- only for binds that can still come, at most ``bind_wait``.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.kube import rest
+from toposched.schedhook.extender.binding import Binder
+from toposched.schedhook.extender.bindwait import BindWait
+from toposched.schedhook.extender.clusterview import ClusterView
+from toposched.schedhook.extender.eventsink import EventSink
+from toposched.schedhook.extender.filtered import FilterMemory
+from toposched.schedhook.extender.knowledge import Knowledge
+from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
+from toposched.schedhook.placement.parse import pod_uid
+from toposched.schedhook.settings import SchedhookSettings
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    """What the extender is told of its job (``toposched schedhook``'s settings)."""
+
+    weights_name: str = WEIGHT_NETPERF
+    placement: PlacementConfig = field(default_factory=PlacementConfig)
+    bind_wait: float = 0.25
+    """At most this long a filter waits for earlier binds."""
+    reservation_timeout: float = 60.0
+    nrt_grace: float = 600.0
+    stale_after: float = 30.0
+
+    @classmethod
+    def of(cls, settings: SchedhookSettings) -> Self:
+        return cls(
+            weights_name=settings.weights_name,
+            placement=PlacementConfig(numa_strategy=settings.strategy, missing_nrt_fits=settings.missing_nrt == "pass"),
+            bind_wait=settings.bind_wait,
+            reservation_timeout=settings.reservation_timeout,
+            nrt_grace=settings.nrt_grace,
+            stale_after=settings.stale_after,
+        )
+
+
+class Coordinator:
+    def __init__(self, store: ObjectStore, api: rest.Kube | None, config: ExtenderConfig | None = None) -> None:
+        self.config = config or ExtenderConfig()
+        self.events = EventSink(api)
+        knowledge = Knowledge(store, self.config.nrt_grace, self.config.stale_after, turned_blind=self.events.blind)
+        self.view = ClusterView(store, knowledge, self.config.weights_name, self.config.reservation_timeout)
+        self.filtered = FilterMemory()
+        self.bind_wait = BindWait(self.config.bind_wait)
+        self.binder = Binder(self.view, self.filtered, api, self.evaluate)
+
+    def ready(self) -> bool:
+        """Every kind has been listed once: a partial cache would misplace pods."""
+        return self.view.store.synced.is_set()
+
+    def warm(self) -> None:
+        """Parse everything and fill the table now (about a second at 5,000 nodes), not in the first
+        filter call, where the pods behind it would wait for it."""
+        self.view.snapshot()
+
+    async def filter(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
+        """Evaluate ``pod`` on ``names`` once the binds of pods answered before have arrived."""
+        uid = pod_uid(pod)
+        await self.bind_wait.earlier_binds(uid)
+        results = self.evaluate(pod, names)
+        self.events.rejected(self.view.take_rejected())
+        if results.pod_error is None and results.fitting():
+            self.bind_wait.answered(uid)
+        return results
+
+    def scores(self, pod: dict[str, Any], names: Sequence[str]) -> list[int]:
+        """Total scores of ``names``, from the pod's filter when it saw them all, else evaluated now."""
+        kept = self.filtered.get(pod_uid(pod))
+        if kept is not None:
+            try:
+                return kept.results.scores_of(names)
+            except KeyError:  # a node the filter did not see
+                pass
+        return self.evaluate(pod, names).scores_of(names)
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
+        """Bind the pod to ``node``, recording the NUMA zones predicted for it; "" or why it failed."""
+        self.bind_wait.bound(uid)
+        bind = await self.binder.reserve(namespace, name, uid, node)
+        self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
+        return await self.binder.post(bind)
+
+    def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
+        """The pod on ``names``, on the cluster without its own reservation; kept as its latest filter."""
+        uid = pod_uid(pod)
+        results = evaluate(pod, names, self.view.snapshot(exclude=uid), self.config.placement)
+        self.filtered.keep(uid, results)
+        return results

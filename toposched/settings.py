@@ -142,6 +142,22 @@ def _fields(cls: type) -> list[_Field]:
     return found
 
 
+def _argument(f: _Field) -> dict[str, Any]:
+    """argparse's keywords for the flag of ``f``, but its default and help."""
+    kwargs: dict[str, Any] = {"dest": f.name}
+    if f.switch:
+        kwargs["action"] = "store_true"
+        return kwargs
+    kwargs["type"] = f.parse
+    if f.setting.choices:
+        kwargs["choices"] = f.setting.choices
+    else:  # as argparse names it after the flag (the field's name may be a plural)
+        kwargs["metavar"] = f.setting.metavar or f.setting.flags[-1].lstrip("-").replace("-", "_").upper()
+    if f.repeated:
+        kwargs["action"] = "append"
+    return kwargs
+
+
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """A flag for every setting of ``cls`` that has one; the others are listed after the flags."""
     unflagged = []
@@ -151,21 +167,28 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             first, *others = f.setting.env
             unflagged.append(f"  ${first:<35} {f.described(tuple(others), lead='else ')}")
             continue
-        kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": f.described(f.setting.env)}
-        if f.switch:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["type"] = f.parse
-            if f.setting.choices:
-                kwargs["choices"] = f.setting.choices
-            else:  # as argparse names it after the flag (the field's name may be a plural)
-                kwargs["metavar"] = f.setting.metavar or flags[-1].lstrip("-").replace("-", "_").upper()
-            if f.repeated:
-                kwargs["action"] = "append"
-        parser.add_argument(*flags, **kwargs)
+        parser.add_argument(*flags, **_argument(f), default=None, help=f.described(f.setting.env))
     if unflagged:
         parser.epilog = "\n".join(["settings read from the environment only:", *unflagged])
         parser.formatter_class = argparse.RawDescriptionHelpFormatter  # one line per variable
+
+
+def add_flag(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    name: str,
+    *,
+    default: Any = None,
+    required: bool = False,
+    note: str = "",
+) -> None:
+    """The flag of ``cls``'s setting ``name`` alone, read from the command line only, with a default
+    of the command's own: for a command that shares a component's flags but neither its variables
+    nor its defaults. ``note`` says what leaving the flag out means (else the help gives the default)."""
+    (f,) = [f for f in _fields(cls) if f.name == name]
+    told = note or (f"default: {_shown(default)}" if default is not None else "")
+    text = f"{f.setting.help} ({told})" if told else f.setting.help
+    parser.add_argument(*f.setting.flags, **_argument(f), default=default, required=required, help=text)
 
 
 def build(cls: type[T], args: argparse.Namespace | None, environ: Mapping[str, str] | None = None) -> T:
@@ -192,6 +215,13 @@ class Settings:
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser, cls)
+
+    @classmethod
+    def add_flag(
+        cls, parser: argparse.ArgumentParser, name: str, *, default: Any = None, required: bool = False, note: str = ""
+    ) -> None:
+        """One setting's flag for another command (``add_flag``)."""
+        add_flag(parser, cls, name, default=default, required=required, note=note)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:

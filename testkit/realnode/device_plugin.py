@@ -35,15 +35,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from testkit.realnode import host
-from testkit.realnode.cluster import REPO
+from testkit.realnode.cluster import REPO, LocalCluster
 from testkit.realnode.devices import NodeDevices
 from testkit.realnode.errors import RealNodeError
-
-if TYPE_CHECKING:
-    from testkit.realnode.node import RealNode
+from testkit.realnode.layout import NodeLayout
+from testkit.realnode.topology import Topology
 
 PLUGIN_CGROUP = "deviceplugin"
 KUBELET_SOCKET = "kubelet.sock"
@@ -153,12 +152,35 @@ def write_config(path: Path, generation: int, devices: NodeDevices) -> None:
     partial.replace(path)
 
 
+class PluginNode(Protocol):
+    """What the device plugin needs of its node: a ``RealNode``, which holds its plugin in turn."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def layout(self) -> NodeLayout: ...
+
+    @property
+    def cluster(self) -> LocalCluster: ...
+
+    @property
+    def topology(self) -> Topology: ...
+
+    @property
+    def devices(self) -> NodeDevices: ...
+
+    def ensure_running(self) -> None: ...
+
+    def log_tail(self, which: str = "kubelet", lines: int = 40) -> str: ...
+
+
 @dataclass(frozen=True)
 class DevicePlugin:
     """The device plugin of one real node (``RealNode.device_plugin``). Every wait is bounded and
     fails with the plugin's log tail and the kubelet's."""
 
-    node: RealNode
+    node: PluginNode
 
     @property
     def directory(self) -> Path:
@@ -346,7 +368,7 @@ class DevicePlugin:
         )
 
 
-def _node_differences(node: RealNode, expected: Mapping[str, tuple[int, int]], removed: Iterable[str]) -> list[str]:
+def _node_differences(node: PluginNode, expected: Mapping[str, tuple[int, int]], removed: Iterable[str]) -> list[str]:
     """How the Node's capacity and allocatable differ from ``expected`` (empty: they agree)."""
     obj = node.cluster.get_json("node", node.name)
     if obj is None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import pytest
 
-from toposched.settings import Setting, SettingsError, add_arguments, boolean, build
+from toposched.settings import Setting, SettingsError, add_arguments, add_flag, boolean, build
 
 
 def _computed() -> str:
@@ -118,3 +118,38 @@ def test_without_flags_the_environment_decides() -> None:
 @pytest.mark.parametrize(("text", "value"), [("1", True), ("Yes", True), ("false", False), ("NO", False)])
 def test_boolean(text: str, value: bool) -> None:
     assert boolean(text) is value
+
+
+def borrowing() -> argparse.ArgumentParser:
+    """A command with two of Example's flags, its own defaults and notes, and no variables."""
+    found = argparse.ArgumentParser(prog="other")
+    add_flag(found, Example, "port", default=1)
+    add_flag(found, Example, "path", note="else: none")
+    add_flag(found, Example, "mode", required=True)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(["--mode", "b"], {"port": 1, "path": None, "mode": "b"}, id="own-defaults"),
+        pytest.param(
+            ["--mode", "a", "--port", "2", "--path", "/x"], {"port": 2, "path": Path("/x"), "mode": "a"}, id="typed"
+        ),
+    ],
+)
+def test_a_borrowed_flag_reads_the_command_line_only(
+    argv: list[str], expected: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EX_PORT", "9000")
+    assert vars(borrowing().parse_args(argv)) == expected
+
+
+def test_a_borrowed_flag_keeps_its_help_and_checks() -> None:
+    text = " ".join(borrowing().format_help().split())
+    assert "--port PORT a port (default: 1)" in text
+    assert "--path PATH a file (else: none)" in text
+    assert "--mode {a,b} one of two" in text
+    assert "$EX_" not in text
+    with pytest.raises(SystemExit):
+        borrowing().parse_args(["--mode", "c"])

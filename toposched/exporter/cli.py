@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from toposched.exporter.settings import FINGERPRINT_METHODS, ExporterSettings
+from toposched.exporter.settings import ExporterSettings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,19 +31,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_nrt_arguments(parser: argparse.ArgumentParser) -> None:
-    """``toposched nrt``."""
-    parser.add_argument("--sysfs", type=Path, default=ExporterSettings.sysfs, help="the directory that stands for /sys")
-    parser.add_argument("--node", required=True, help="node name (the NRT's name)")
-    parser.add_argument("--podresources", type=Path, help="kubelet PodResources socket (else: estimates)")
-    parser.add_argument("--kubelet-config", type=Path, help="kubelet configuration file (else: kubelet defaults)")
-    parser.add_argument(
-        "--kubelet-state-dir",
-        type=Path,
-        help="the kubelet's root dir, for its CPU, Memory and device manager checkpoints (what init containers hold)",
+    """``toposched nrt``: the daemon's flags for what it reads, but neither its variables nor the
+    kubelet's paths as defaults: the machine at hand is not a node unless told so."""
+    ExporterSettings.add_flag(parser, "sysfs", default=ExporterSettings.sysfs)
+    ExporterSettings.add_flag(parser, "node", required=True, note="the NRT's name")
+    ExporterSettings.add_flag(parser, "podresources", note="else: estimates")
+    ExporterSettings.add_flag(parser, "kubelet_config", note="else: kubelet defaults")
+    ExporterSettings.add_flag(
+        parser, "kubelet_state_dir", note="its CPU, Memory and device manager checkpoints: what init containers hold"
     )
-    parser.add_argument(
-        "--fingerprint-method", choices=FINGERPRINT_METHODS, default=ExporterSettings.fingerprint_method
-    )
+    ExporterSettings.add_flag(parser, "fingerprint_method", default=ExporterSettings.fingerprint_method)
     parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
 
 

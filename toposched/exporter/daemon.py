@@ -13,28 +13,23 @@ import contextlib
 import logging
 import threading
 import time
-from decimal import Decimal
-from typing import Any
 
 import prometheus_client
 from prometheus_client import Counter, Gauge, Histogram
 
-from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL, TOPOLOGY_MANAGER_SCOPE_LABEL
-from toposched.apis.quantity import parse_quantity
 from toposched.exporter import checkpoints
-from toposched.exporter.checkpoints import Checkpoints
-from toposched.exporter.kubeletconfig import KubeletConfig, KubeletConfigError, load
+from toposched.exporter.kubeletconfig import KubeletConfigError
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
+from toposched.exporter.publication import Publication
 from toposched.exporter.publisher import NRTS, NodeGoneError, Publisher
 from toposched.exporter.settings import ExporterSettings
-from toposched.exporter.sysfs import SysfsError, read_machine
-from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
-from toposched.kube.nodeclient import ApiError, KubeAPI
+from toposched.exporter.sysfs import SysfsError
+from toposched.exporter.topology import Allocatable, PodUse
+from toposched.kube.nodeclient import KubeAPI
 from toposched.kube.outage import Outage
 
 logger = logging.getLogger(__name__)
 
-WRITES = Counter("toposched_exporter_writes_total", "NRT writes (creates and replaces).")
 API_FAILURES = Counter("toposched_exporter_api_failures_total", "Failed calls, by API.", ["api"])
 UPDATE_LATENCY = Histogram(
     "toposched_exporter_update_latency_seconds",
@@ -80,13 +75,11 @@ class Exporter:
         """Read the allocatable list again at the next poll: devices come and go (health, plugins)."""
         self.allocatable_until = 0.0
         """Until then (monotonic), every poll reads the allocatable list again (``PLUGIN_SETTLE``)."""
-        self.device_problem = ""
-        self.label_refused = ""
         self.podresources_ok = False
         self.last_success = 0.0
         self.last_loop = time.monotonic()
         self.last_write = 0.0
-        self.checkpoint_problems: set[str] = set()
+        self.publication = Publication(settings)
 
     def mark_changed(self, why: str) -> None:
         if not self.changed.is_set():
@@ -164,34 +157,6 @@ class Exporter:
             self.allocatable_stale = True  # a plugin gone writes no checkpoint: look at least this often
             self.mark_changed("period")
 
-    def inputs(self, owner: dict[str, str], node_allocatable: dict[str, Decimal]) -> Inputs:
-        machine = read_machine(self.settings.sysfs)
-        for warning in machine.warnings:
-            logger.debug("sysfs: %s", warning)
-        problem = device_problems(machine, self.allocatable) if self.allocatable is not None else ""
-        if problem and problem != self.device_problem:  # once per kind of garbage, not every refresh
-            logger.warning("the kubelet's device list: %s; left out of the NRT", problem)
-        self.device_problem = problem
-        return Inputs(
-            node=self.settings.node,
-            machine=machine,
-            kubelet=load(self.settings.kubelet_config),
-            allocatable=self.allocatable,
-            pods=self.pods,
-            node_allocatable=node_allocatable,
-            fingerprint_method=self.settings.fingerprint_method,
-            owner=owner,
-            checkpoints=self.checkpoints(),
-        )
-
-    def checkpoints(self) -> Checkpoints:
-        found = checkpoints.read(self.settings.kubelet_state_dir)
-        for problem in found.problems:
-            if problem not in self.checkpoint_problems:  # said once, not at every refresh
-                logger.warning("ignoring a kubelet checkpoint: %s", problem)
-        self.checkpoint_problems = set(found.problems)
-        return found
-
     def watch_own_nrt(self, api: KubeAPI) -> threading.Event:
         """Publish again at once when this node's NRT is deleted (by hand, or by the garbage
         collector with a recreated Node), not a period later: the scheduler side is blind to the
@@ -207,37 +172,6 @@ class Exporter:
             target=api.watch_object, args=(NRTS, self.settings.node, seen, stop), name="nrt-watch", daemon=True
         ).start()
         return stop
-
-    async def publish_once(self, publisher: Publisher) -> bool:
-        node = await publisher.read_node()
-        owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
-        allocatable = node.get("status", {}).get("allocatable") or {}
-        inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in allocatable.items()})
-        written = await publisher.publish(build(inputs))
-        if written:
-            WRITES.inc()
-        await self.label(publisher, node, inputs.kubelet)
-        if self.settings.advertise_bandwidth:
-            speeds = [nic.speed_bps for nic in inputs.machine.nics if nic.speed_bps]
-            if speeds:
-                await publisher.advertise_bandwidth(sum(speeds))
-        return written
-
-    async def label(self, publisher: Publisher, node: dict[str, Any], kubelet: KubeletConfig) -> None:
-        """The Node says its kubelet's Topology Manager policy and scope (labels), so that the
-        scheduler side knows a NUMA-managed node even while its NRT is missing. Best effort: a
-        refusal (RBAC, an admission policy) is said once and publishing goes on."""
-        labels = {
-            TOPOLOGY_MANAGER_POLICY_LABEL: kubelet.topology_manager_policy,
-            TOPOLOGY_MANAGER_SCOPE_LABEL: kubelet.topology_manager_scope,
-        }
-        try:
-            await publisher.label_node(node, labels)
-            self.label_refused = ""
-        except ApiError as exc:
-            if str(exc) != self.label_refused:
-                logger.warning("cannot label node %s with its Topology Manager policy: %s", self.settings.node, exc)
-            self.label_refused = str(exc)
 
     async def run(self) -> None:
         if self.settings.metrics_port:
@@ -272,7 +206,7 @@ class Exporter:
                     seen = self.change_seen
                     self.last_loop = time.monotonic()
                     try:
-                        if await self.publish_once(publisher):
+                        if await self.publication.publish(publisher, self.allocatable, self.pods):
                             self.last_write = time.monotonic()
                             if seen is not None:
                                 UPDATE_LATENCY.observe(self.last_write - seen)

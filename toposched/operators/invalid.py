@@ -9,9 +9,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from toposched.apis.constants import OPERATOR_COMPONENT
 from toposched.apis.meta import KubeObject
-from toposched.kube import events, rest
+from toposched.kube import rest
 from toposched.operators import k8s, metrics
 from toposched.operators.conditions import INVALID_SPEC, invalid_status
 from toposched.operators.runtime import Runtime
@@ -43,6 +42,4 @@ async def report_invalid(
         await k8s.patch_status(runtime.api, kind, key[0], key[1], patch)
     except rest.ApiError as exc:  # reported in the log and the Event; a retry would fail the same way
         logger.warning("%s %s/%s: could not write the status (%s)", kind_name, key[0], key[1], exc.reason)
-    await events.post_event(
-        runtime.api, body, "Warning", INVALID_SPEC, message, OPERATOR_COMPONENT, runtime.settings.identity
-    )
+    await runtime.post_warning(body, INVALID_SPEC, message)

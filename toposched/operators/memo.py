@@ -1,15 +1,11 @@
 """What the handlers share: Kopf's memo, with a type for each thing the start-up puts in it."""
 
-from typing import TYPE_CHECKING
-
 import kopf
 
+from toposched.operators.appgroup.reconciler import AppGroupReconciler
+from toposched.operators.networktopology.reconciler import NetworkTopologyReconciler
 from toposched.operators.runtime import Runtime
 from toposched.operators.settings import OperatorSettings
-
-if TYPE_CHECKING:  # the handler modules take an OperatorMemo themselves
-    from toposched.operators.appgroup.handlers import AppGroupReconciler
-    from toposched.operators.networktopology.handlers import NetworkTopologyReconciler
 
 
 class OperatorMemo(kopf.Memo):
@@ -23,5 +19,5 @@ class OperatorMemo(kopf.Memo):
 
     settings: OperatorSettings
     runtime: Runtime
-    appgroups: "AppGroupReconciler"
-    networktopologies: "NetworkTopologyReconciler"
+    appgroups: AppGroupReconciler
+    networktopologies: NetworkTopologyReconciler

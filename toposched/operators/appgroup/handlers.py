@@ -1,41 +1,17 @@
-"""Kopf handlers for AppGroups: thin glue between the watches and the pure status computation.
+"""Kopf glue for AppGroups: the indexes, and the events that reach the reconciler
+(``appgroup.reconciler``) through the memo."""
 
-Level-triggered: every AppGroup event and every member-pod event leads to "compute the status
-the object should have; write it if it differs". Nothing is stored on the user's object
-(no Kopf annotations, no finalizers, no spec writes), and a restart simply recomputes.
-"""
-
-import logging
-import time
-from collections import Counter
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
-from pydantic import ValidationError
 
-from toposched.apis.appgroup import AppGroup
-from toposched.apis.constants import (
-    APPGROUP_GROUP,
-    APPGROUP_LABEL,
-    APPGROUP_PLURAL,
-    APPGROUP_VERSION,
-    OPERATOR_COMPONENT,
-    WORKLOAD_LABEL,
-)
-from toposched.apis.errors import describe
-from toposched.kube import events
-from toposched.operators import k8s, metrics
-from toposched.operators.appgroup.status import PodView, pod_view, reconcile
-from toposched.operators.coalescer import Coalescer
-from toposched.operators.invalid import report_invalid
+from toposched.apis.constants import APPGROUP_GROUP, APPGROUP_LABEL, APPGROUP_PLURAL, APPGROUP_VERSION, WORKLOAD_LABEL
+from toposched.operators import k8s
+from toposched.operators.appgroup.status import PodView, pod_view
+from toposched.operators.indexes import Key
 from toposched.operators.memo import OperatorMemo
-from toposched.operators.runtime import Runtime
-
-logger = logging.getLogger(__name__)
 
 RESOURCE = (APPGROUP_GROUP, APPGROUP_VERSION, APPGROUP_PLURAL)
-Key = tuple[str, str]  # (namespace, name)
 
 
 @kopf.index(*RESOURCE)
@@ -49,81 +25,6 @@ def appgroup_pods(
 ) -> dict[Key, PodView]:
     view = pod_view(status, node=spec.get("nodeName"), workload=labels.get(WORKLOAD_LABEL))
     return {(namespace or "", labels[APPGROUP_LABEL]): view}
-
-
-class AppGroupReconciler:
-    """Writes the status of one AppGroup at a time; shared by every handler below."""
-
-    def __init__(self, runtime: Runtime, bodies: kopf.Index[Key, dict[str, Any]], pods: kopf.Index[Key, PodView]):
-        self.runtime = runtime
-        self.bodies = bodies
-        self.pods = pods
-        self.coalescer: Coalescer[Key] = Coalescer(self._reconcile, delay=runtime.settings.coalesce_seconds)
-        # Last status written per object uid: an index may lag our own write by one event.
-        self.last_written: dict[str, bytes] = {}
-        self.ready: dict[str, tuple[str, str]] = {}
-        self.invalid: dict[str, str] = {}
-        """uid -> the InvalidSpec message last reported for an AppGroup that cannot be read."""
-
-    async def reconcile_all(self) -> None:
-        for key in list(self.bodies):
-            self.coalescer.poke(key)
-
-    async def _reconcile(self, key: Key) -> None:
-        if not self.runtime.leadership.leading.is_set():
-            return
-        found = list(self.bodies.get(key, []))
-        if not found:
-            return  # deleted meanwhile
-        body = found[-1]
-        started = time.perf_counter()
-        try:
-            appgroup = AppGroup.from_dict(body)
-        except ValidationError as exc:
-            await report_invalid(self.runtime, AppGroup, key, body, describe(exc), self.invalid)
-            return
-        now = datetime.now(UTC).replace(microsecond=0)
-        result = reconcile(appgroup, self.pods.get(key, []), now)
-        desired = result.status.to_dict()
-        current = appgroup.status.to_dict() if appgroup.status else {}
-        uid = str(appgroup.metadata.get("uid"))
-        written = k8s.digest(desired)
-        if desired != current and written != self.last_written.get(uid):
-            try:
-                await k8s.patch_status(self.runtime.api, AppGroup, key[0], key[1], desired)
-            except Exception as exc:
-                metrics.RECONCILE_ERRORS.labels("AppGroup", type(exc).__name__).inc()
-                raise
-            self.last_written[uid] = written
-            metrics.STATUS_WRITES.labels("AppGroup").inc()
-            for warning in result.warnings:
-                logger.warning("AppGroup %s/%s: %s", key[0], key[1], warning.message)
-                await events.post_event(
-                    self.runtime.api,
-                    body,
-                    "Warning",
-                    warning.reason,
-                    warning.message,
-                    OPERATOR_COMPONENT,
-                    self.runtime.settings.identity,
-                )
-        metrics.RECONCILE_SECONDS.labels("AppGroup").observe(time.perf_counter() - started)
-        ready = next((c for c in result.status.conditions or [] if c.type == "Ready"), None)
-        if ready is not None:
-            self.ready[uid] = (ready.status, ready.reason or "")
-            self._publish_gauge()
-
-    def forget(self, uid: str, key: Key) -> None:
-        self.last_written.pop(uid, None)
-        self.ready.pop(uid, None)
-        self.invalid.pop(uid, None)
-        self.coalescer.forget(key)
-        self._publish_gauge()
-
-    def _publish_gauge(self) -> None:
-        metrics.APPGROUPS.clear()
-        for (status, reason), count in Counter(self.ready.values()).items():
-            metrics.APPGROUPS.labels(status, reason).set(count)
 
 
 @kopf.on.event(*RESOURCE)  # type: ignore[arg-type]

@@ -10,8 +10,9 @@ nodes (placed at the position of their first member in spec order), the condense
 sorted, and each component is expanded into its members in spec order.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 from toposched.apis.appgroup import AppGroupSpec, SortingAlgorithm
 from toposched.apis.graph import Graph, InvalidSpecError, build_graph
@@ -46,16 +47,26 @@ def _kahn(n: int, deps: Sequence[Sequence[int]]) -> list[int] | None:
     return out if len(out) == n else None
 
 
-def _tarjan(n: int, deps: Sequence[Sequence[int]]) -> list[int] | None:
-    """Reverse post-order of a depth-first search; None when it meets a back edge (a cycle)."""
-    white, grey, black = 0, 1, 2
-    colour = [white] * n
-    post: list[int] = []
+class Step(Enum):
+    """What the depth-first search reports as it goes (``_depth_first``)."""
+
+    ENTER = "enter"
+    SEEN = "seen"
+    LEAVE = "leave"
+
+
+def _depth_first(n: int, deps: Sequence[Sequence[int]]) -> Iterator[tuple[Step, int, int]]:
+    """An iterative depth-first search from each node not yet reached, in spec order, following
+    dependencies in declared order. Yields ``(ENTER, node, parent)`` when it reaches a node,
+    ``(SEEN, node, target)`` for a dependency on a node reached before, and ``(LEAVE, node, parent)``
+    once every dependency of the node was followed; the parent of a root is -1."""
+    reached = [False] * n
     for root in range(n):
-        if colour[root] != white:
+        if reached[root]:
             continue
-        colour[root] = grey
-        # Iterative DFS: (node, position of the next dependency to visit).
+        reached[root] = True
+        yield Step.ENTER, root, -1
+        # (node, position of the next dependency to follow)
         frames: list[list[int]] = [[root, 0]]
         while frames:
             frame = frames[-1]
@@ -64,56 +75,55 @@ def _tarjan(n: int, deps: Sequence[Sequence[int]]) -> list[int] | None:
             if pos < len(targets):
                 frame[1] = pos + 1
                 t = targets[pos]
-                if colour[t] == white:
-                    colour[t] = grey
+                if reached[t]:
+                    yield Step.SEEN, node, t
+                else:
+                    reached[t] = True
+                    yield Step.ENTER, t, node
                     frames.append([t, 0])
-                elif colour[t] == grey:
-                    return None
-            else:
-                colour[node] = black
-                post.append(node)
-                frames.pop()
+                continue
+            frames.pop()
+            yield Step.LEAVE, node, frames[-1][0] if frames else -1
+
+
+def _tarjan(n: int, deps: Sequence[Sequence[int]]) -> list[int] | None:
+    """Reverse post-order of a depth-first search; None when it meets a back edge (a cycle)."""
+    on_path = [False] * n
+    post: list[int] = []
+    for step, node, other in _depth_first(n, deps):
+        if step is Step.ENTER:
+            on_path[node] = True
+        elif step is Step.SEEN:
+            if on_path[other]:
+                return None
+        else:
+            on_path[node] = False
+            post.append(node)
     post.reverse()
     return post
 
 
 def strongly_connected_components(n: int, deps: Sequence[Sequence[int]]) -> list[int]:
     """Component id of each node (Tarjan's SCC algorithm, iterative)."""
-    counter = 0
     order = [-1] * n
     low = [0] * n
     on_stack = [False] * n
     stack: list[int] = []
     comp = [-1] * n
     n_comp = 0
-    for root in range(n):
-        if order[root] != -1:
-            continue
-        order[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        frames: list[list[int]] = [[root, 0]]
-        while frames:
-            frame = frames[-1]
-            node, pos = frame
-            targets = deps[node]
-            if pos < len(targets):
-                frame[1] = pos + 1
-                t = targets[pos]
-                if order[t] == -1:
-                    order[t] = low[t] = counter
-                    counter += 1
-                    stack.append(t)
-                    on_stack[t] = True
-                    frames.append([t, 0])
-                elif on_stack[t]:
-                    low[node] = min(low[node], order[t])
-                continue
-            frames.pop()
-            if frames:
-                parent = frames[-1][0]
-                low[parent] = min(low[parent], low[node])
+    counter = 0
+    for step, node, other in _depth_first(n, deps):
+        if step is Step.ENTER:
+            order[node] = low[node] = counter
+            counter += 1
+            stack.append(node)
+            on_stack[node] = True
+        elif step is Step.SEEN:
+            if on_stack[other]:
+                low[node] = min(low[node], order[other])
+        else:
+            if other != -1:
+                low[other] = min(low[other], low[node])
             if low[node] == order[node]:
                 while True:
                     member = stack.pop()

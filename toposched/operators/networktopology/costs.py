@@ -185,6 +185,73 @@ def _quantity(value: Decimal) -> str | int:
     return int(value) if value == value.to_integral_value() else str(value)
 
 
+Triple = tuple[str, str, str]
+"""(topology key, origin, destination): one ordered pair at one level."""
+
+
+def _samples(nodes: Sequence[NodeInfo], measurements: Measurements) -> dict[Triple, list[int]]:
+    """The latency samples of each pair of topology values, from the node pairs between them."""
+    by_name = {n.name: n for n in nodes}
+    samples: dict[Triple, list[int]] = defaultdict(list)
+    for (origin, destination), ms in measurements.latency_ms.items():
+        a, b = by_name.get(origin), by_name.get(destination)
+        if a is None or b is None:
+            continue
+        link = _link(a, b)
+        if link is None or not all(link[1]):
+            continue
+        key, (x, y) = link
+        samples[(key, x, y)].append(ms)
+        samples[(key, y, x)].append(ms)  # round trip: the same sample serves both directions
+    return samples
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What a pair's entry may come from, in ``compute``'s order of preference."""
+
+    samples: Mapping[Triple, Sequence[int]]
+    user: Mapping[Triple, CostInfo]
+    last_good: Mapping[Triple, CostInfo]
+    advertised: Mapping[tuple[str, str], Decimal]
+    allocated: Mapping[Triple, Decimal]
+
+    def cost(self, pair: Triple) -> tuple[int, bool] | None:
+        """The pair's cost and whether it is the last good one, kept; None when it is unknown."""
+        found = self.samples.get(pair)
+        if found:
+            return _median_ms(found), False
+        before = self.last_good.get(pair)
+        if before is not None:
+            return before.network_cost, True
+        mine = self.user.get(pair)
+        return None if mine is None else (mine.network_cost, False)
+
+    def entry(self, pair: Triple, cost: int) -> CostInfo:
+        key, origin, destination = pair
+        entry = CostInfo(destination=destination, network_cost=cost)
+        mine = self.user.get(pair)
+        if mine is not None and mine.bandwidth_capacity is not None:
+            entry.bandwidth_capacity = mine.bandwidth_capacity  # the user's value, as they wrote it
+        else:
+            capacity = capacity_between(self.advertised, key, (origin, destination))
+            if capacity is not None:
+                entry.bandwidth_capacity = _quantity(capacity)
+        entry.bandwidth_allocated = _quantity(self.allocated.get(pair, Decimal(0)))
+        return entry
+
+
+def _stale(measurements: Measurements, now: datetime | None, max_age: timedelta | None) -> list[tuple[str, str]]:
+    """The measured node pairs whose measurement is older than ``max_age``."""
+    if now is None or max_age is None:
+        return []
+    return sorted(
+        pair
+        for pair in measurements.latency_ms
+        if pair in measurements.measured_at and now - measurements.measured_at[pair] > max_age
+    )
+
+
 def compute(
     nodes: Sequence[NodeInfo],
     measurements: Measurements,
@@ -199,73 +266,38 @@ def compute(
     A pair is costed from its samples, else from ``previous`` (the last good NetperfCosts, so a
     broken ConfigMap does not erase what was measured before), else from the user's entry.
     """
-    by_name = {n.name: n for n in nodes}
-    samples: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for (origin, destination), ms in measurements.latency_ms.items():
-        a, b = by_name.get(origin), by_name.get(destination)
-        if a is None or b is None:
-            continue
-        link = _link(a, b)
-        if link is None or not all(link[1]):
-            continue
-        key, (x, y) = link
-        samples[(key, x, y)].append(ms)
-        samples[(key, y, x)].append(ms)  # round trip: the same sample serves both directions
-
-    user = user_costs(user_weights)
-    last_good = user_costs([previous.model_copy(update={"name": "previous"})]) if previous else {}
-    advertised = advertised_bandwidth(nodes)
-    allocated = allocated or {}
+    sources = _Sources(
+        samples=_samples(nodes, measurements),
+        user=user_costs(user_weights),
+        last_good=user_costs([previous.model_copy(update={"name": "previous"})]) if previous else {},
+        advertised=advertised_bandwidth(nodes),
+        allocated=allocated or {},
+    )
     unknown: list[UnknownPair] = []
     kept: list[UnknownPair] = []
     topology_list: list[TopologyInfo] = []
     for key, pairs in expected_pairs(nodes).items():
         by_origin: dict[str, list[CostInfo]] = defaultdict(list)
         for origin, destination in pairs:
-            mine = user.get((key, origin, destination))
-            found = samples.get((key, origin, destination))
-            before = last_good.get((key, origin, destination))
-            if found:
-                cost = _median_ms(found)
-            elif before is not None:
-                cost = before.network_cost
-                kept.append(UnknownPair(key, origin, destination))
-            elif mine is not None:
-                cost = mine.network_cost
-            else:
-                unknown.append(UnknownPair(key, origin, destination))
+            pair = (key, origin, destination)
+            found = sources.cost(pair)
+            if found is None:
+                unknown.append(UnknownPair(*pair))
                 continue
-            entry = CostInfo(destination=destination, network_cost=cost)
-            if mine is not None and mine.bandwidth_capacity is not None:
-                entry.bandwidth_capacity = mine.bandwidth_capacity  # the user's value, as they wrote it
-            else:
-                capacity = capacity_between(advertised, key, (origin, destination))
-                if capacity is not None:
-                    entry.bandwidth_capacity = _quantity(capacity)
-            entry.bandwidth_allocated = _quantity(allocated.get((key, origin, destination), Decimal(0)))
-            by_origin[origin].append(entry)
+            cost, was_kept = found
+            if was_kept:
+                kept.append(UnknownPair(*pair))
+            by_origin[origin].append(sources.entry(pair, cost))
         if by_origin:
-            topology_list.append(
-                TopologyInfo(
-                    topology_key=key,
-                    origin_list=[
-                        OriginInfo(origin=o, cost_list=sorted(cs, key=lambda c: c.destination))
-                        for o, cs in sorted(by_origin.items())
-                    ],
-                )
-            )
-
-    stale: list[tuple[str, str]] = []
-    if now is not None and max_age is not None:
-        stale = sorted(
-            pair
-            for pair in measurements.latency_ms
-            if pair in measurements.measured_at and now - measurements.measured_at[pair] > max_age
-        )
+            origin_list = [
+                OriginInfo(origin=o, cost_list=sorted(cs, key=lambda c: c.destination))
+                for o, cs in sorted(by_origin.items())
+            ]
+            topology_list.append(TopologyInfo(topology_key=key, origin_list=origin_list))
     return Computed(
         weight=WeightInfo(name=WEIGHT_NETPERF, topology_list=topology_list),
         unknown=unknown,
         kept=kept,
-        stale=stale,
+        stale=_stale(measurements, now, max_age),
         unlabeled_nodes=sorted(n.name for n in nodes if not (n.region and n.zone)),
     )

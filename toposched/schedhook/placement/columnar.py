@@ -108,7 +108,8 @@ class NodeTable:
         """How many zones have devices of the resource (``DeviceFacts.bearing``)."""
         self.reach_held = np.zeros(shape, dtype=np.int64)
         self.reach_free = np.zeros(shape, dtype=np.int64)
-        """The devices (free ones) a device resource's single-zone masks reach (``DeviceFacts.reach``), in thousandths."""
+        """Devices (free ones) each single-zone mask of a device resource reaches (``DeviceFacts.reach``), in
+        thousandths."""
         self.loose = np.full((resources, rows), -1, dtype=np.int64)
         """Free devices of a resource listed without any topology (``DeviceFacts.loose``; -1: none such)."""
         self.in_available = np.zeros((resources, rows), dtype=np.bool_)

@@ -17,7 +17,7 @@ from toposched.apis.netperf import parse
 from toposched.apis.networktopology import NetworkTopology
 from toposched.operators.appgroup.status import PodView
 from toposched.operators.networktopology.costs import NodeInfo, node_info
-from toposched.operators.networktopology.handlers import NetworkTopologyReconciler
+from toposched.operators.networktopology.reconciler import NetworkTopologyReconciler
 from toposched.operators.networktopology.status import configmap_name_problem, reconcile
 from toposched.operators.runtime import Runtime
 from toposched.operators.settings import OperatorSettings

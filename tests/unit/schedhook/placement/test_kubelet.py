@@ -85,7 +85,8 @@ def be(**resources: str | int) -> Container:
             N2,
             Pod((g(cpu=2, memory="2Gi", hugepages_2Mi="256Mi", nic=3),)),
             F,
-            "cannot align container c on one NUMA zone: hugepages-2Mi 268435456 requested, best zone has 134217728 available",
+            "cannot align container c on one NUMA zone: "
+            "hugepages-2Mi 268435456 requested, best zone has 134217728 available",
         ),
         (N2, Pod((g(cpu=2, memory="2Gi", hugepages_2Mi="64Mi", nic=3),)), T, ""),
         (

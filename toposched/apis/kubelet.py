@@ -17,10 +17,12 @@ POD_SCOPE: Final = "pod"
 SCOPES: Final = (CONTAINER_SCOPE, POD_SCOPE)
 
 # The CPU Manager (cpuManagerPolicy, cpuManagerPolicyOptions) and the Memory Manager (memoryManagerPolicy).
+NO_CPU_POLICY: Final = "none"
 STATIC_CPU: Final = "static"
-CPU_POLICIES: Final = ("none", STATIC_CPU)
+CPU_POLICIES: Final = (NO_CPU_POLICY, STATIC_CPU)
+NO_MEMORY_POLICY: Final = "None"
 STATIC_MEMORY: Final = "Static"
-MEMORY_POLICIES: Final = ("None", STATIC_MEMORY)
+MEMORY_POLICIES: Final = (NO_MEMORY_POLICY, STATIC_MEMORY)
 FULL_PCPUS_ONLY: Final = "full-pcpus-only"
 DISTRIBUTE_ACROSS_NUMA: Final = "distribute-cpus-across-numa"
 ALIGN_BY_SOCKET: Final = "align-by-socket"

@@ -9,6 +9,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from toposched.apis.kubelet import (
+    CONTAINER_SCOPE,
+    CPU_POLICIES,
+    MEMORY_POLICIES,
+    NO_CPU_POLICY,
+    NO_MEMORY_POLICY,
+    NONE,
+    POLICIES,
+    SCOPES,
+)
 from toposched.apis.limits import MAX_NUMA_NODES, check_amount
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter.sysfs import SysfsError, parse_cpulist
@@ -24,12 +34,12 @@ class KubeletConfigError(ValueError):
 
 @dataclass(frozen=True)
 class KubeletConfig:
-    topology_manager_policy: str = "none"
-    topology_manager_scope: str = "container"
+    topology_manager_policy: str = NONE
+    topology_manager_scope: str = CONTAINER_SCOPE
     topology_manager_policy_options: dict[str, str] = field(default_factory=dict)
-    cpu_manager_policy: str = "none"
+    cpu_manager_policy: str = NO_CPU_POLICY
     cpu_manager_policy_options: dict[str, str] = field(default_factory=dict)
-    memory_manager_policy: str = "None"
+    memory_manager_policy: str = NO_MEMORY_POLICY
     reserved_system_cpus: tuple[int, ...] = ()
     reserved_memory: dict[int, dict[str, Decimal]] = field(default_factory=dict)
     """NUMA node -> resource -> amount the Memory Manager keeps back there."""
@@ -43,12 +53,6 @@ class KubeletConfig:
         """What the node keeps back from pods for ``resource`` (system + kube reserved, eviction)."""
         total = self.system_reserved.get(resource, Decimal(0)) + self.kube_reserved.get(resource, Decimal(0))
         return total + (self.eviction_memory if resource == "memory" else Decimal(0))
-
-
-TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
-SCOPES = ("container", "pod")
-CPU_POLICIES = ("none", "static")
-MEMORY_POLICIES = ("None", "Static")
 
 
 def _quantities(raw: Any, where: str) -> dict[str, Decimal]:
@@ -113,7 +117,7 @@ def parse(data: dict[str, Any], source: str = "config") -> KubeletConfig:
     except SysfsError as exc:
         raise KubeletConfigError(str(exc)) from None
     return KubeletConfig(
-        topology_manager_policy=_choice(data, "topologyManagerPolicy", TOPOLOGY_POLICIES, source),
+        topology_manager_policy=_choice(data, "topologyManagerPolicy", POLICIES, source),
         topology_manager_scope=_choice(data, "topologyManagerScope", SCOPES, source),
         # As the kubelet spells them: a YAML true is the string "true".
         topology_manager_policy_options=options,

@@ -48,6 +48,7 @@ from toposched.apis.constants import (
 )
 from toposched.apis.devicegroups import DeviceGroup, format_groups
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
+from toposched.apis.kubelet import STATIC_CPU, STATIC_MEMORY, legacy_policy
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
 from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, device_holders, stale_pods
 from toposched.exporter.kubeletconfig import KubeletConfig
@@ -139,7 +140,7 @@ def _estimated_memory(inputs: Inputs) -> dict[int, Decimal]:
     """
     nodes = inputs.machine.nodes
     regular = {n.id: Decimal(max(0, n.memory_bytes - sum(n.hugepages.values()))) for n in nodes}
-    if inputs.kubelet.memory_manager_policy == "Static":
+    if inputs.kubelet.memory_manager_policy == STATIC_MEMORY:
         reserved = {n: r.get("memory", Decimal(0)) for n, r in inputs.kubelet.reserved_memory.items()}
         return {n: max(Decimal(0), regular[n] - reserved.get(n, Decimal(0))) for n in regular}
     total = sum(regular.values())
@@ -264,7 +265,7 @@ def _cpus(
             for cpu in container.cpu_ids:
                 if cpu in cpu_node:
                     zones[cpu_node[cpu]].used["cpu"] += 1
-    if state is None or state.policy != "static":
+    if state is None or state.policy != STATIC_CPU:
         return
     # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out
     # (with what pods it no longer runs still hold until it notices).
@@ -316,7 +317,7 @@ def _memory(
             if numa in zones:
                 zones[numa].used[block.type] += amount
     groups = sorted({block.numa for block in blocks if len(block.numa) > 1})
-    if state is not None and state.policy == "Static":
+    if state is not None and state.policy == STATIC_MEMORY:
         groups = _memory_from_checkpoint(state, stale, zones)
     if groups:
         attributes[NRT_ATTR_MEMORY_NUMA_GROUPS] = ";".join(format_cpulist(list(g)) for g in groups)
@@ -464,9 +465,4 @@ def _zone(node: NumaNode, figures: _Figures) -> Zone:
 
 def topology_policy(kubelet: KubeletConfig) -> str:
     """The deprecated one-word policy (``topologyPolicies``) older consumers read."""
-    level = "PodLevel" if kubelet.topology_manager_scope == "pod" else "ContainerLevel"
-    return {
-        "single-numa-node": f"SingleNUMANode{level}",
-        "restricted": f"Restricted{level}",
-        "best-effort": f"BestEffort{level}",
-    }.get(kubelet.topology_manager_policy, "None")
+    return legacy_policy(kubelet.topology_manager_policy, kubelet.topology_manager_scope)

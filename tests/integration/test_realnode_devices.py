@@ -10,13 +10,17 @@ Needs root and the node tools (``make test-tools``): skips without them, fails u
 """
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio import client
 
 from testkit.cluster import skip_or_fail, wait_for
@@ -33,6 +37,8 @@ from testkit.realnode import (
     workload_pod,
 )
 from testkit.realnode.device_plugin import ALLOCATE, PREFERRED, REGISTER
+from testkit.realnode.exporter import nrt_attributes, published_nrt, running_exporter
+from toposched.apis.constants import NRT_ATTR_DEVICE_GROUPS
 from toposched.exporter.podresources.client import PodResourcesClient
 from toposched.exporter.topology import DeviceSet
 
@@ -89,6 +95,16 @@ async def _allocatable(node: RealNode) -> set[DeviceSet]:
         return set((await resources.allocatable()).devices)
     finally:
         await resources.close()
+
+
+async def _all_pod_devices(node: RealNode) -> list[set[DeviceSet]]:
+    """Each listed container's devices, as PodResources List says."""
+    resources = PodResourcesClient(node.pod_resources_socket, timeout=5)
+    try:
+        pods = await resources.list_pods()
+    finally:
+        await resources.close()
+    return [set(c.devices) for p in pods for c in p.containers]
 
 
 async def _pod_devices(node: RealNode, namespace: str, name: str) -> dict[str, set[DeviceSet]] | None:
@@ -163,6 +179,57 @@ async def test_more_devices_than_any_zone_has_is_a_topology_affinity_error(
 
     pod = await wait_for(failed, within=30, what="the pod to be rejected")
     assert pod.status.reason == "TopologyAffinityError", pod.status
+
+
+@pytest.mark.usefixtures("crds")
+async def test_devices_without_topology_all_held_leave_no_room(
+    api: client.ApiClient, namespace: str, node: RealNode, runtime_class: str, tmp_path: Path
+) -> None:
+    """Both devices of a resource without topology held: the Topology Manager admits one more
+    (no topology, no preference), then the device manager's Allocate fails -- and toposched,
+    reading the NRT the exporter publishes (``example.com/accel@-=2/0``), says so first."""
+    core = client.CoreV1Api(api)
+
+    async def accel_free() -> bool:  # earlier tests' pods may still be going away
+        pods = await _all_pod_devices(node)
+        return not any(d.resource == ACCEL for devices in pods for d in devices)
+
+    await wait_for(accel_free, within=90, what="no pod holding an accelerator")
+    await core.create_namespaced_pod(namespace, _pod("holder", node, runtime_class, {ACCEL: 2}))
+
+    async def held() -> bool:
+        devices = (await _pod_devices(node, namespace, "holder") or {}).get("app", set())
+        return sum(len(d.ids) for d in devices if d.resource == ACCEL) == 2
+
+    await wait_for(held, within=30, what="the holder's two accelerators in PodResources List")
+    with running_exporter(node, period=2):
+
+        async def published() -> dict[str, Any] | None:
+            nrt = await asyncio.to_thread(published_nrt, node)
+            groups = nrt_attributes(nrt).get(NRT_ATTR_DEVICE_GROUPS, "") if nrt else ""
+            return nrt if f"{ACCEL}@-=2/0" in groups.split(";") else None
+
+        nrt = await wait_for(published, within=30, what=f"the NRT to show both {ACCEL} held")
+    one_more = _pod("one-more", node, runtime_class, {ACCEL: 1})
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(one_more))
+    (tmp_path / "nrt.yaml").write_text(yaml.safe_dump(nrt))
+    pod_file, nrt_file = str(tmp_path / "pod.yaml"), str(tmp_path / "nrt.yaml")
+    explain = [sys.executable, "-m", "toposched", "explain", "--pod", pod_file, "--nrt", nrt_file, "-o", "json"]
+    explained = await asyncio.to_thread(subprocess.run, explain, capture_output=True, text=True, check=True)
+    (verdict,) = [r for r in json.loads(explained.stdout) if r["node"] == node.name]
+    assert not verdict["fit"]
+    assert verdict["reason"] == f"cannot allocate for container app: not enough {ACCEL}: 1 requested, 0 free"
+
+    await core.create_namespaced_pod(namespace, one_more)
+
+    async def failed() -> Any:
+        pod = await core.read_namespaced_pod("one-more", namespace)
+        return pod if pod.status.phase == "Failed" else None
+
+    pod = await wait_for(failed, within=30, what="the kubelet to reject the pod")
+    assert pod.status.reason == "UnexpectedAdmissionError", pod.status
+    assert ACCEL in (pod.status.message or ""), pod.status
+    await core.delete_namespaced_pod("holder", namespace)
 
 
 async def test_a_device_marked_unhealthy_mid_run_leaves_allocatable(api: client.ApiClient, node: RealNode) -> None:

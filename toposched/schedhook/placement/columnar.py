@@ -26,7 +26,7 @@ from toposched.apis.kubelet import FULL_PCPUS_ONLY, POD_SCOPE, SINGLE_NUMA_NODE,
 from toposched.schedhook.placement.kubelet import hints
 from toposched.schedhook.placement.kubelet.claims import CPU, container_claims, device, qos
 from toposched.schedhook.placement.kubelet.devicemanager import not_enough
-from toposched.schedhook.placement.kubelet.facts import facts_of
+from toposched.schedhook.placement.kubelet.facts import facts_of, may_pin_alone
 from toposched.schedhook.placement.kubelet.hints import Bools, Ints, milli, milli_request
 from toposched.schedhook.placement.kubelet.reasons import cannot_align, cannot_allocate, first_shortfall, subject
 from toposched.schedhook.placement.kubelet.topologymanager import single_numa_choice
@@ -115,7 +115,7 @@ class NodeTable:
         self.in_available = np.zeros((resources, rows), dtype=np.bool_)
         self.single_numa = np.zeros(rows, dtype=np.bool_)
         self.pinnable = np.zeros((zones, rows), dtype=np.bool_)
-        """May memory be pinned to the zone alone (``NodeFacts.pinnable``)."""
+        """May memory be pinned to the zone alone (``facts.may_pin_alone``)."""
         self.cpu_zones = np.zeros(rows, dtype=np.int64)
         """How many zones have CPUs (the NUMA nodes the CPU manager knows)."""
         self.zone_count = np.zeros(rows, dtype=np.int64)
@@ -205,7 +205,7 @@ class NodeTable:
         self.pinnable[:, i] = False
         for z, zone in enumerate(node.zones):
             self.numa[z, i] = zone.numa
-            self.pinnable[z, i] = facts.pinnable[facts.position[zone.numa]]
+            self.pinnable[z, i] = may_pin_alone(zone.numa, facts.groups)
             for array, values in (
                 (self.capacity, zone.capacity),
                 (self.allocatable, zone.allocatable),
@@ -216,15 +216,19 @@ class NodeTable:
                     self.large = self.large or amount > EXACT
             for resource in zone.available:
                 self.in_available[self.columns[resource], i] = True
-        for resource, column in self.columns.items():
-            known = facts.devices(resource) if device(resource) else None
-            self.aligned[column, i] = known is not None and known.aligned
-            self.bearing[column, i] = len(known.bearing) if known is not None else 0
-            self.loose[column, i] = known.loose if known is not None else -1
-            if known is not None:
-                for z, zone in enumerate(node.zones):
-                    held, free = known.reach[facts.position[zone.numa]]
-                    self.reach_held[column, z, i], self.reach_free[column, z, i] = 1000 * held, 1000 * free
+        self.aligned[:, i] = False
+        self.bearing[:, i] = 0
+        self.loose[:, i] = -1
+        for resource in {*facts.reported, *node.device_groups}:  # the others have no devices on this node
+            if not device(resource):
+                continue
+            known, column = facts.devices(resource), self.columns[resource]
+            self.aligned[column, i] = known.aligned
+            self.bearing[column, i] = len(known.bearing)
+            self.loose[column, i] = known.loose
+            for z, zone in enumerate(node.zones):
+                held, free = known.reach[facts.position[zone.numa]]
+                self.reach_held[column, z, i], self.reach_free[column, z, i] = 1000 * held, 1000 * free
         self.zone_count[i] = len(node.zones)
         self.cpu_zones[i] = len(facts.cpu_ids)
         # full-pcpus-only can reject what the zones hold (whole cores): such nodes ask the predictor.

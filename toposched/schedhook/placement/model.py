@@ -56,16 +56,13 @@ class NodeTopology:
     device_groups: Mapping[str, tuple[DeviceGroup, ...]] = field(default_factory=dict)
     """Per device resource, the devices the zones cannot show alone: attached to several zones
     (each of which counts them) or without topology (none counts them)."""
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What the kubelet's rules derive from the node (``kubelet.facts``), kept with it: the node
+    never changes, and many pods are predicted on it."""
 
     @property
     def numa_ids(self) -> list[int]:
         return [z.numa for z in self.zones]
-
-    @functools.cached_property
-    def memo(self) -> dict[str, Any]:
-        """What the kubelet's rules derive from the node (``kubelet.facts``), kept with it: the node
-        never changes, and many pods are predicted on it."""
-        return {}
 
     @property
     def knows_managers(self) -> bool:
@@ -92,6 +89,9 @@ class Pod:
     init_containers: tuple[Container, ...] = ()
     resources: Container | None = None
     """Pod-level resources (``spec.resources``; its name is ""), None when the spec has none."""
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What the kubelet's rules derive from the pod (``kubelet.claims``), kept with it: the
+    extender predicts one pod on thousands of nodes."""
 
     @functools.cached_property
     def shape(self) -> tuple[object, ...]:
@@ -102,12 +102,6 @@ class Pod:
 
         level = of(self.resources) if self.resources is not None else None
         return tuple(of(c) for c in self.init_containers), tuple(of(c) for c in self.containers), level
-
-    @functools.cached_property
-    def memo(self) -> dict[str, Any]:
-        """What the kubelet's rules derive from the pod (``kubelet.claims``), kept with it: the
-        extender predicts one pod on thousands of nodes."""
-        return {}
 
 
 POD = "pod"

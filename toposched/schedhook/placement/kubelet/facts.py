@@ -9,9 +9,9 @@ changes, and many pods are predicted on it).
 """
 
 import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence, Set
 from decimal import Decimal
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,16 +43,20 @@ def pinned_zones(node: NodeTopology, groups: Mapping[int, int]) -> set[int]:
     }
 
 
-def may_pin(m: int, groups: Mapping[int, int], assigned: set[int]) -> bool:
+def may_pin(m: int, groups: Mapping[int, int], assigned: Set[int]) -> bool:
     """Do the NUMA groups of earlier allocations let memory be pinned to mask ``m``? A single zone
     must not be in a group; a wider mask must be the group of each assigned zone in it."""
     if count(m) == 1:
-        return bits(m)[0] not in groups
+        return may_pin_alone(bits(m)[0], groups)
     return not any(n in assigned and groups.get(n) != m for n in bits(m))
 
 
-@dataclass(frozen=True)
-class DeviceFacts:
+def may_pin_alone(zone: int, groups: Mapping[int, int]) -> bool:
+    """May memory be pinned to ``zone`` alone (the only masks single-numa-node keeps)?"""
+    return zone not in groups
+
+
+class DeviceFacts(NamedTuple):
     """One device resource's devices on a node, grouped by the NUMA zones they are attached to:
     one group per zone for the devices attached to it alone, one per multi-zone set and one for
     devices without topology (``numa == ()``)."""
@@ -80,40 +84,61 @@ class DeviceFacts:
 
 
 class NodeFacts:
-    """One node as its resource managers see it before any pod of this prediction takes anything."""
+    """One node as its resource managers see it before any pod of this prediction takes anything.
+    Each fact is derived when first read: the columnar table reads a few of them for every node,
+    the predictor all of them for the nodes it is asked about."""
 
     def __init__(self, node: NodeTopology) -> None:
         self.node = node
         self.ids = tuple(sorted(node.numa_ids))
         self.position = {n: i for i, n in enumerate(self.ids)}
         capacity = {z.numa: z.capacity.get(CPU, Decimal(0)) for z in node.zones}
-        self.cpu_ids = tuple(n for n in self.ids if capacity[n] > 0)
-        """The CPU manager knows only the NUMA nodes that have CPUs."""
-        self.cpu_capacity = {n: int(capacity[n]) for n in self.cpu_ids}
-        """CPU zone -> its CPUs (reserved ones included), as the kubelet's topology counts them."""
-        self.socket = {z.numa: z.socket for z in node.zones if z.numa in self.cpu_capacity and z.socket is not None}
-        """CPU zone -> its socket, where the NRT says."""
-        self.sockets_first = len(self.socket) == len(self.cpu_ids) and len(set(self.socket.values())) < len(self.socket)
-        """Fewer sockets than NUMA nodes (sub-NUMA clustering): the packed allocator goes by socket first."""
-        self.per_socket = sum(self.cpu_capacity.values()) // max(1, len(set(self.socket.values())))
-        """The machine's CPUs over its sockets (the kubelet's CPUsPerSocket, also its CPUs per
-        uncore cache when a cache is a socket)."""
-        threads = node.threads_per_core or 0
-        if any(z.free_cores is None for z in node.zones if z.numa in self.cpu_capacity):
-            threads = 0  # whole cores unknown: CPUs are counted singly
-        self.threads = threads
-        # Never more whole cores than the zone's free CPUs make (an NRT can say anything).
-        self.free_cores = {
-            z.numa: min(z.free_cores or 0, max(int(z.available.get(CPU, Decimal(0))), 0) // (threads or 1))
-            for z in node.zones
-        }
+        self.cpu_capacity = {n: int(capacity[n]) for n in self.ids if capacity[n] > 0}
+        """CPU zone -> its CPUs (reserved ones included), as the kubelet's topology counts them;
+        the CPU manager knows only the NUMA nodes that have CPUs."""
+        self.cpu_ids = tuple(self.cpu_capacity)
         self.groups = memory_groups(node)
-        self.assigned = frozenset(pinned_zones(node, self.groups))
-        self.pinnable = np.array([may_pin(mask(n), self.groups, set(self.assigned)) for n in self.ids], dtype=np.bool_)
-        """[zone]: may memory be pinned to the zone alone (the only masks single-numa-node keeps)."""
+        """Zone -> the Memory Manager's multi-NUMA group its pinned memory belongs to."""
         self.reported = frozenset(r for z in node.zones for r in z.allocatable)
+        """Resources some zone lists."""
         self._vectors: dict[tuple[str, str], Ints] = {}
         self._devices: dict[str, DeviceFacts] = {}
+
+    @functools.cached_property
+    def socket(self) -> dict[int, int]:
+        """CPU zone -> its socket, where the NRT says."""
+        return {z.numa: z.socket for z in self.node.zones if z.numa in self.cpu_capacity and z.socket is not None}
+
+    @functools.cached_property
+    def sockets_first(self) -> bool:
+        """Fewer sockets than NUMA nodes (sub-NUMA clustering): the packed allocator goes by socket first."""
+        return len(self.socket) == len(self.cpu_ids) and len(set(self.socket.values())) < len(self.socket)
+
+    @functools.cached_property
+    def per_socket(self) -> int:
+        """The machine's CPUs over its sockets (the kubelet's CPUsPerSocket, also its CPUs per
+        uncore cache when a cache is a socket)."""
+        return sum(self.cpu_capacity.values()) // max(1, len(set(self.socket.values())))
+
+    @functools.cached_property
+    def threads(self) -> int:
+        """CPUs per core, 0 when whole cores are unknown (CPUs are then counted singly)."""
+        if any(z.free_cores is None for z in self.node.zones if z.numa in self.cpu_capacity):
+            return 0
+        return self.node.threads_per_core or 0
+
+    @functools.cached_property
+    def free_cores(self) -> dict[int, int]:
+        """Zone -> its whole free cores: never more than the zone's free CPUs make (an NRT can say anything)."""
+        threads = self.threads or 1
+        return {
+            z.numa: min(z.free_cores or 0, max(int(z.available.get(CPU, Decimal(0))), 0) // threads)
+            for z in self.node.zones
+        }
+
+    @functools.cached_property
+    def assigned(self) -> frozenset[int]:
+        return frozenset(pinned_zones(self.node, self.groups))
 
     def vector(self, which: str, resource: str) -> Ints:
         """[zone]: the zones' ``which`` (capacity, allocatable or available) of the resource in
@@ -133,36 +158,39 @@ class NodeFacts:
         return found
 
     def _read_devices(self, resource: str) -> DeviceFacts:
-        node = self.node
+        node, position = self.node, self.position
         shared = node.device_groups.get(resource, ())
         numa: list[tuple[int, ...]] = []
         allocatable: list[int] = []
         free: list[int] = []
+        reach = [[0, 0] for _ in self.ids]
+        """Per zone, the devices (free ones) a mask of that zone alone reaches."""
         for zone in node.zones:  # the zone's own figures count its shared devices too
-            others = [g for g in shared if zone.numa in g.numa]
+            held, left = int(zone.allocatable.get(resource, 0)), int(zone.available.get(resource, 0))
+            for g in shared:
+                if zone.numa in g.numa:
+                    held, left = held - g.allocatable, left - g.available
+            held, left = max(0, held), max(0, left)
             numa.append((zone.numa,))
-            allocatable.append(max(0, int(zone.allocatable.get(resource, 0)) - sum(g.allocatable for g in others)))
-            free.append(max(0, int(zone.available.get(resource, 0)) - sum(g.available for g in others)))
+            allocatable.append(held)
+            free.append(left)
+            reach[position[zone.numa]] = [held, left]
         for g in shared:
             numa.append(g.numa)
             allocatable.append(g.allocatable)
             free.append(g.available)
-        bearing = tuple(n for n in self.ids if any(n in g for g, k in zip(numa, allocatable, strict=True) if k))
-        reach = tuple(
-            (
-                sum(k for g, k in zip(numa, allocatable, strict=True) if n in g),
-                sum(k for g, k in zip(numa, free, strict=True) if n in g),
-            )
-            for n in self.ids
-        )
+            for n in g.numa:
+                if n in position:  # a group may name a zone the NRT does not have
+                    reach[position[n]][0] += g.allocatable
+                    reach[position[n]][1] += g.available
         return DeviceFacts(
             numa=tuple(numa),
             allocatable=tuple(allocatable),
             free=tuple(free),
             aligned=resource in self.reported or any(g.numa for g in shared),
             listed=resource in self.reported or resource in node.device_groups,
-            bearing=bearing,
-            reach=reach,
+            bearing=tuple(n for n, (held, _) in zip(self.ids, reach, strict=True) if held),
+            reach=tuple((held, left) for held, left in reach),
         )
 
     # -- masks and hints over this node's zones ------------------------------------------------------

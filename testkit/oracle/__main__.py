@@ -2,12 +2,15 @@
 
 Needs the local cluster (``make cluster``) and root (the real nodes). Runs the cases on ``--nodes``
 real nodes side by side (``oracle-0`` ..., see ``--prefix``; removed at the end unless ``--keep``), prints a line per
-case with a disagreement (every case with ``-v``), writes every step to ``--out`` (JSON) when
-asked, and ends with exactly one summary line:
+case with a disagreement, an error or no judgement (every case with ``-v``), writes every step to ``--out`` (JSON)
+when asked, and ends with exactly one summary line:
 
     oracle: N cases, D undocumented disagreements
 
-Exit status: 0 when D is 0, 1 otherwise, 2 when the run itself failed.
+The line before it counts the pods judged, the disagreements by kind, the cases that could not
+run and the cases not judged (the kubelet, alive, did not decide on a pod in time: its hint merge
+on a machine of many zones; see ``deadline``). Exit status: 0 when D is 0, 1 otherwise, 2 when
+the run itself failed or a case could not run; a case not judged changes neither.
 """
 
 from __future__ import annotations
@@ -15,19 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import json
 import sys
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from kubernetes_asyncio import client, config
 
 from testkit.oracle.cases import Case, generate
-from testkit.oracle.compare import KNOWN, Disagreement, compare
+from testkit.oracle.compare import Disagreement, compare
 from testkit.oracle.observe import CaseRun, Observer, prepare
+from testkit.oracle.report import EXIT_FAILED, case_lines, exit_status, last_line, tally_line, to_json
 from testkit.realnode import RealNodeError, remove_node
 from testkit.realnode.cluster import LocalCluster
 
@@ -67,56 +68,13 @@ async def run_all(args: argparse.Namespace) -> tuple[list[CaseRun], list[Disagre
                 found = compare(run)
                 runs.append(run)
                 disagreements.extend(found)
-                report(run, found, args.verbose)
+                lines = case_lines(run, found, args.verbose)
+                if lines:
+                    print("\n".join(lines), flush=True)
 
         await asyncio.gather(*(worker(f"{args.prefix}-{i}") for i in range(max(1, min(args.nodes, len(cases))))))
     runs.sort(key=lambda r: r.case.number)
     return runs, disagreements
-
-
-def report(run: CaseRun, found: list[Disagreement], verbose: bool) -> None:
-    steps = [s for s in run.steps if s.observation is not None]
-    admitted = sum(1 for s in steps if s.observation is not None and s.observation.admit)
-    if run.error:
-        print(f"{run.case.label} on {run.node}: ERROR {run.error}\n    {run.case.describe()}", flush=True)
-        return
-    if not found and not verbose:
-        return
-    print(
-        f"{run.case.label} on {run.node}: {len(steps)} pods ({admitted} admitted), "
-        f"{len(found)} disagreements, {run.seconds:.1f}s\n    {run.case.describe()}",
-        flush=True,
-    )
-    for d in found:
-        tag = f"documented: {d.documented}" if d.documented else "UNDOCUMENTED"
-        spec = json.dumps(run.steps[_step_position(run, d.pod)].spec, separators=(",", ":"))
-        print(f"    pod {d.pod} [{d.kind}, {tag}] {d.detail}\n      {spec}", flush=True)
-
-
-def _step_position(run: CaseRun, pod: int) -> int:
-    return next(i for i, s in enumerate(run.steps) if s.index == pod)
-
-
-def to_json(runs: list[CaseRun], disagreements: list[Disagreement]) -> dict[str, Any]:
-    def case_dict(run: CaseRun) -> dict[str, Any]:
-        return {
-            "case": run.case.number,
-            "seed": run.case.seed,
-            "node": run.node,
-            "describe": run.case.describe(),
-            "topology": run.case.topology.to_dict(),
-            "settings": run.case.settings.to_dict(),
-            "devices": run.case.devices.specs(),
-            "seconds": round(run.seconds, 2),
-            "error": run.error,
-            "steps": [dataclasses.asdict(s) for s in run.steps],
-        }
-
-    return {
-        "cases": [case_dict(r) for r in runs],
-        "disagreements": [dataclasses.asdict(d) for d in disagreements],
-        "known": [{"id": k.id, "title": k.title} for k in KNOWN],
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,27 +84,18 @@ def main(argv: list[str] | None = None) -> int:
         runs, disagreements = asyncio.run(run_all(args))
     except RealNodeError as exc:
         print(f"oracle: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_FAILED
     finally:
         if not args.keep:
             for i in range(args.nodes):
                 with contextlib.suppress(RealNodeError):  # never created
                     remove_node(f"{args.prefix}-{i}")
-    errors = [r for r in runs if r.error]
-    undocumented = [d for d in disagreements if not d.documented]
-    pods = sum(1 for r in runs for s in r.steps if s.observation is not None)
-    by_kind = Counter(f"{d.kind}/{d.documented or 'undocumented'}" for d in disagreements)
-    print(
-        f"{pods} pods judged by kubelets in {time.monotonic() - started:.0f}s; "
-        f"disagreements by kind: {dict(sorted(by_kind.items())) or 'none'}; cases that could not run: {len(errors)}"
-    )
+    print(tally_line(runs, disagreements, time.monotonic() - started))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(to_json(runs, disagreements), indent=1, default=str) + "\n")
-    print(f"oracle: {len(runs)} cases, {len(undocumented)} undocumented disagreements")
-    if errors:
-        return 2
-    return 1 if undocumented else 0
+    print(last_line(runs, disagreements))
+    return exit_status(runs, disagreements)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kubernetes_asyncio import client
 
 from testkit.oracle.cases import Case, Spec
+from testkit.oracle.deadline import decision_deadline
 from testkit.realnode import (
     NODE_TOLERATION,
     WORKLOAD_IMAGE,
@@ -52,7 +53,6 @@ from toposched.schedhook.placement.parse import from_nrt, pod_from_spec
 
 NAMESPACE = "toposched-oracle"
 RUNTIME_CLASS = "toposched-oracle"
-DECISION_TIMEOUT = 30.0
 REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError", "SMTAlignmentError")
 _DENIED = re.compile(r'"Pod admission denied" podUID="(?P<uid>[^"]+)".* reason="(?P<reason>[^"]*)"')
 
@@ -82,6 +82,9 @@ class Observation:
 
 @dataclass(frozen=True)
 class Step:
+    """A pod of the case: predicted and observed; or skipped (not bound, ``skipped`` says why); or
+    predicted only, when the kubelet did not decide on it in time (the case is then not judged)."""
+
     index: int
     kind: str
     spec: Spec
@@ -96,7 +99,23 @@ class CaseRun:
     node: str
     steps: list[Step] = field(default_factory=list)
     error: str = ""
+    """Why the case could not run (a node that did not start, a kubelet that died, a cut stream)."""
+    not_judged: str = ""
+    """Why the case was not judged to its end: the kubelet, alive, did not decide on a pod in time."""
     seconds: float = 0.0
+
+    @property
+    def outcome(self) -> Literal["judged", "not judged", "error"]:
+        """``error``, ``not judged`` or ``judged``."""
+        return "error" if self.error else "not judged" if self.not_judged else "judged"
+
+
+class UndecidedError(Exception):
+    """The kubelet, still running, had not decided on a pod by the deadline (its hint merge on a
+    machine of many zones can take longer than any run could wait)."""
+
+    def __init__(self, pod: str, seconds: float, zones: int) -> None:
+        super().__init__(f"the kubelet took {seconds:.0f} s and had not decided on pod {pod} ({zones} NUMA zones)")
 
 
 def bound_pod(name: str, node: str, spec: Spec) -> dict[str, Any]:
@@ -178,30 +197,41 @@ class Observer:
                 run.error = f"the node could not start with this case: {exc}"
                 run.seconds = time.monotonic() - started
                 return run
-        kubelet_log = node.layout.logs / "kubelet.log"
-        log = _LogTail(kubelet_log)
         resources = PodResourcesClient(node.pod_resources_socket, timeout=10)
         try:
-            allocatable = await self._node_allocatable()
-            admitted: list[Pod] = []
-            for index, (kind, spec) in enumerate(zip(case.kinds, case.pods, strict=True)):
-                pod = pod_from_spec(spec)
-                missing = _does_not_fit(pod, admitted, allocatable)
-                if missing:
-                    run.steps.append(Step(index, kind, spec, skipped=f"does not fit the node: {missing}"))
-                    continue
-                prediction = await self._predict(node, resources, pod, allocatable)
-                observation = await self._observe(node, resources, log, f"c{case.number}-{index}", spec)
-                run.steps.append(Step(index, kind, spec, prediction, observation))
-                if observation.admit:
-                    admitted.append(pod)
+            await self._steps(node, resources, run)
+        except UndecidedError as exc:
+            run.not_judged = str(exc)
         except (RealNodeError, OSError, client.ApiException, TimeoutError, PodResourcesError) as exc:
-            # One node's failure (a kubelet too slow to answer under load) ends this case, not the run.
+            # One node's failure (a dead kubelet, a PodResources stream cut or slow under load) ends this case,
+            # not the run.
             run.error = f"{type(exc).__name__}: {exc}"
         finally:
             await resources.close()
             run.seconds = time.monotonic() - started
         return run
+
+    async def _steps(self, node: RealNode, resources: PodResourcesClient, run: CaseRun) -> None:
+        """The case's pods one after another, each step added to ``run`` as it is judged."""
+        case = run.case
+        log = _LogTail(node.layout.logs / "kubelet.log")
+        allocatable = await self._node_allocatable()
+        admitted: list[Pod] = []
+        for index, (kind, spec) in enumerate(zip(case.kinds, case.pods, strict=True)):
+            pod = pod_from_spec(spec)
+            missing = _does_not_fit(pod, admitted, allocatable)
+            if missing:
+                run.steps.append(Step(index, kind, spec, skipped=f"does not fit the node: {missing}"))
+                continue
+            prediction = await self._predict(node, resources, pod, allocatable)
+            try:
+                observation = await self._observe(node, resources, log, f"c{case.number}-{index}", spec)
+            except UndecidedError:
+                run.steps.append(Step(index, kind, spec, prediction))  # what toposched said, unanswered
+                raise
+            run.steps.append(Step(index, kind, spec, prediction, observation))
+            if observation.admit:
+                admitted.append(pod)
 
     def _fresh_node(self, case: Case) -> RealNode:
         try:
@@ -240,7 +270,9 @@ class Observer:
     ) -> Observation:
         created = await self.core.create_namespaced_pod(NAMESPACE, bound_pod(name, node.name, spec))
         uid = created.metadata.uid
-        deadline = time.monotonic() + DECISION_TIMEOUT
+        zones = len(node.topology.zones)
+        asked = time.monotonic()
+        deadline = asked + decision_deadline(zones)
         while time.monotonic() < deadline:
             # The kubelet's log says a rejection at once; its status write can lag a resync behind.
             denied = log.denied(uid)
@@ -255,7 +287,7 @@ class Observer:
             if not node.kubelet_running():
                 raise RealNodeError(f"the kubelet of {node.name} died:\n{node.log_tail()}")
             await asyncio.sleep(0.05)
-        raise TimeoutError(f"the kubelet of {node.name} did not decide on pod {name} within {DECISION_TIMEOUT:.0f}s")
+        raise UndecidedError(name, time.monotonic() - asked, zones)
 
 
 def _admitted(node: RealNode, use: PodUse | None) -> Observation:

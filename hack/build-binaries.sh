@@ -6,6 +6,10 @@
 #   hack/build-binaries.sh            build what is missing, print the bin directory
 #   hack/build-binaries.sh --print    print the bin directory only (exit 1 if incomplete)
 #
+# stdout is the bin directory alone (callers do `bin=$(hack/build-binaries.sh)`). While building,
+# stderr gets one line per binary (`[3/9] kubelet`, with the time so far); the Go tool's own output
+# (module downloads, compiler messages) goes to a log under the cache, which a failed build names.
+#
 # Environment: TOPOSCHED_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/toposched).
 set -euo pipefail
 
@@ -39,8 +43,38 @@ fi
 command -v go >/dev/null 2>&1 ||
   die "no Go toolchain on PATH; install Go >= 1.26 (the Kubernetes $KUBERNETES_VERSION module requires it)"
 
-mkdir -p "$bin"
+mkdir -p "$bin" "$cache/logs"
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" GOTOOLCHAIN=local
+build_log="$cache/logs/build-binaries-$(date -u +%Y%m%dT%H%M%SZ)-$$.log"
+started=$SECONDS
+step=0
+total=0
+
+elapsed() {
+  local s=$((SECONDS - started))
+  printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+
+# One line per binary on stderr, numbered among those this run builds.
+progress() {
+  step=$((step + 1))
+  log "[$step/$total] $1 ($(elapsed) so far)"
+}
+
+# Says what failed with the end of the Go tool's output, and where the rest of it is.
+fail() {
+  log "$1 failed after $(elapsed); the Go tool's last lines:"
+  tail -n 25 "$build_log" | sed 's/^/    /' >&2
+  die "$1 failed; the Go tool's whole output is in $build_log"
+}
+
+# Runs a command with its output in the log; a failure ends the build through fail.
+quietly() {
+  local what=$1
+  shift
+  printf '$ %s\n' "$*" >>"$build_log"
+  "$@" >>"$build_log" 2>&1 || fail "$what"
+}
 
 # A throwaway module per tool: the upstream main modules carry replace directives that
 # `go install pkg@version` refuses, so we restate them against published versions.
@@ -51,19 +85,23 @@ workspace() {
   echo "$dir"
 }
 
-# The Kubernetes commands missing from the cache (all are built from one throwaway module).
-missing_k8s() {
-  local c
-  for c in "${k8s_cmds[@]}"; do [[ -x "$bin/$c" ]] || echo "$c"; done
+# Those of the named binaries missing from the cache, one a line.
+missing() {
+  local b
+  for b in "$@"; do [[ -x "$bin/$b" ]] || echo "$b"; done
 }
 
 build_kubernetes() {
-  local dir upstream minor staging_version date missing
-  mapfile -t missing < <(missing_k8s)
+  local dir upstream json minor staging_version date cmds c
+  mapfile -t cmds < <(missing "${k8s_cmds[@]}")  # all built from one throwaway module
   dir=$(workspace "kubernetes-$KUBERNETES_VERSION")
-  log "fetching k8s.io/kubernetes@$KUBERNETES_VERSION"
-  upstream=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" |
-    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  log "fetching the Go modules of Kubernetes $KUBERNETES_VERSION ($(elapsed) so far)"
+  printf '$ go -C %s mod download -json k8s.io/kubernetes@%s\n' "$dir" "$KUBERNETES_VERSION" >>"$build_log"
+  if ! json=$(go -C "$dir" mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" 2>>"$build_log"); then
+    [[ -z "$json" ]] || printf '%s\n' "$json" >>"$build_log"  # its error, when the module proxy gave one
+    fail "fetching k8s.io/kubernetes@$KUBERNETES_VERSION"
+  fi
+  upstream=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p' <<<"$json")
   [[ -f "$upstream" ]] || die "could not download the k8s.io/kubernetes $KUBERNETES_VERSION go.mod"
   # Staging modules are published as v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>.
   staging_version="v0.${KUBERNETES_VERSION#v1.}"
@@ -87,7 +125,7 @@ build_kubernetes() {
     for c in "${k8s_cmds[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
     echo ")"
   } >"$dir/tools.go"
-  (cd "$dir" && go mod tidy) || die "go mod tidy failed for Kubernetes $KUBERNETES_VERSION"
+  quietly "go mod tidy for Kubernetes $KUBERNETES_VERSION" go -C "$dir" mod tidy
 
   minor=${KUBERNETES_VERSION#v1.}
   minor=${minor%%.*}
@@ -97,10 +135,11 @@ build_kubernetes() {
     ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
-  log "building ${missing[*]} (the first build takes a while)"
-  local pkgs=()
-  for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-  (cd "$dir" && go build -ldflags "$ld" -o "$bin/" "${pkgs[@]}")
+  # One command at a time, for the progress lines; the build cache shares what they have in common.
+  for c in "${cmds[@]}"; do
+    progress "$c"
+    quietly "building $c $KUBERNETES_VERSION" go -C "$dir" build -ldflags "$ld" -o "$bin/$c" "k8s.io/kubernetes/cmd/$c"
+  done
 }
 
 build_etcd() {
@@ -120,8 +159,9 @@ build_etcd() {
     echo ")"
   } >"$dir/go.mod"
   printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$dir/tools.go"
-  log "building etcd $ETCD_VERSION"
-  (cd "$dir" && go mod tidy && go build -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+  progress etcd
+  quietly "go mod tidy for etcd $ETCD_VERSION" go -C "$dir" mod tidy
+  quietly "building etcd $ETCD_VERSION" go -C "$dir" build -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
 }
 
 # kwok and helm have no replace directives, so `go install` works as is.
@@ -129,21 +169,23 @@ build_with_install() {
   local version=$1 gobin name pkg
   shift
   gobin="$cache/src/gobin-$version"
-  log "building $* at $version"
   for pkg in "$@"; do
-    GOBIN="$gobin" go install -ldflags "-s -w" "$pkg@$version"
     name=${pkg##*/}
     [[ $name == v3 ]] && name=helm
+    [[ -x "$bin/$name" ]] && continue
+    progress "$name"
+    quietly "building $name $version" env GOBIN="$gobin" go install -ldflags "-s -w" "$pkg@$version"
     install -m 0755 "$gobin/$name" "$bin/$name"
   done
 }
 
-started=$SECONDS
-[[ -z "$(missing_k8s)" ]] || build_kubernetes
+mapfile -t todo < <(missing "${all[@]}")
+total=${#todo[@]}
+log "binaries to build: $total of ${#all[@]} (versions in hack/versions.env); the Go tool's output goes to $build_log"
+[[ -z "$(missing "${k8s_cmds[@]}")" ]] || build_kubernetes
 [[ -x "$bin/etcd" ]] || build_etcd
-[[ -x "$bin/kwok" && -x "$bin/kwokctl" ]] ||
-  build_with_install "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
-[[ -x "$bin/helm" ]] || build_with_install "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+build_with_install "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
+build_with_install "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
 complete || die "some binaries are missing from $bin"
-log "built in $((SECONDS - started)) s"
+log "built $total of ${#all[@]} binaries in $(elapsed)"
 echo "$bin"

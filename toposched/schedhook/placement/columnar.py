@@ -68,7 +68,6 @@ class NodeTable:
         self.nodes: list[NodeTopology | None] = []
         self._free: list[int] = []
         self.columns: dict[str, int] = {}
-        self.width = 0
         self._rows_of: tuple[tuple[str, ...], Ints] | None = None
         self._verdicts: OrderedDict[Hashable, dict[str, tuple[weakref.ref[NodeTopology], Any]]] = OrderedDict()
         self._allocate(0, 1, 1)
@@ -108,8 +107,7 @@ class NodeTable:
         """How many zones have devices of the resource (``DeviceFacts.bearing``)."""
         self.reach_held = np.zeros(shape, dtype=np.int64)
         self.reach_free = np.zeros(shape, dtype=np.int64)
-        """Devices (free ones) each single-zone mask of a device resource reaches (``DeviceFacts.reach``), in
-        thousandths."""
+        """The devices (free ones) a zone alone reaches (``DeviceFacts.reach``), in thousandths."""
         self.loose = np.full((resources, rows), -1, dtype=np.int64)
         """Free devices of a resource listed without any topology (``DeviceFacts.loose``; -1: none such)."""
         self.in_available = np.zeros((resources, rows), dtype=np.bool_)

@@ -391,12 +391,19 @@ class Builder:
             if name in mutated:
                 notes.append(mutated_file(path, copy.deepcopy(docs), rng))
             else:
-                key = id(docs)  # the seeds live as long as the builder: their text is written once
-                if key not in self._texts:
-                    self._texts[key] = _dump(docs)
-                path.write_text(self._texts[key])
+                path.write_text(self._text(docs))
             paths[name] = path
         return paths, "; ".join(notes)
+
+    def _text(self, docs: list[Any]) -> str:
+        """The documents as YAML; a seed's text is written once. Only a seed's: a list made for one
+        case dies with it, and a later list could take its id (the case would then read another's text)."""
+        if not any(docs is seed for seed in vars(self.seeds).values()):
+            return _dump(docs)
+        key = id(docs)  # the seeds live as long as the builder
+        if key not in self._texts:
+            self._texts[key] = _dump(docs)
+        return self._texts[key]
 
     def _explain(self, rng: random.Random, case_dir: Path) -> Case:
         s = self.seeds

@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 venv: $(VENV)/.installed ## create the Python environment in .venv
 
-binaries: ## build the pinned Kubernetes, etcd, kwok and helm binaries (cached)
+binaries: ## build the pinned Kubernetes, etcd, kwok and helm binaries and toposched's Go helpers (cached)
 	hack/build-binaries.sh >/dev/null
 
 # REAL_NODES=N adds real nodes realnode-0..N-1 (2 NUMA zones x 4 CPUs, single-numa-node, static CPU
@@ -42,9 +42,16 @@ cluster-status: ## show whether the local control plane is up, and its real node
 run: venv cluster ## the main job: Online Boutique on real kubelet nodes, toposched beside kube-scheduler alone
 	hack/run.sh
 
-lint: venv ## ruff, mypy --strict and the import contracts
+# The Go helpers (helpers/<name>/) are checked by gofmt and go vet here, and tested by go test in
+# `make unit` and `make test`.
+GO_HELPERS := $(wildcard helpers/*/go.mod)
+GO := CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly go
+
+lint: venv ## ruff, mypy --strict, the import contracts, gofmt and go vet
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	test -z "$$(gofmt -l helpers)" || { gofmt -l helpers; echo "gofmt: the files above are not formatted" >&2; exit 1; }
+	for m in $(dir $(GO_HELPERS)); do (cd $$m && $(GO) vet ./...); done
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/hadolint Dockerfile.operator Dockerfile.exporter hack/Dockerfile.kube-scheduler
@@ -52,6 +59,7 @@ lint: venv ## ruff, mypy --strict and the import contracts
 
 unit: venv ## pure unit tests (no cluster)
 	$(VENV)/bin/pytest tests/unit
+	for m in $(dir $(GO_HELPERS)); do (cd $$m && $(GO) test ./...); done
 
 integration: venv binaries ## tests against the local control plane (started on demand, reused if up)
 	$(VENV)/bin/pytest tests/integration
@@ -66,6 +74,7 @@ test-tools: ## install the system tools some integration tests need (idempotent)
 # The binaries (and, as root, the images) are built before pytest starts, so a first build does not
 # count against test timeouts. pytest exits 5 when it collects no test; that is not a failure.
 test: lint binaries test-tools test-images ## everything: lint, unit and integration tests
+	for m in $(dir $(GO_HELPERS)); do (cd $$m && $(GO) test ./...); done
 	$(VENV)/bin/pytest tests || [ $$? -eq 5 ]
 
 # The images for the chart's test on real nodes (tests/integration/test_chart_realnodes.py). They

@@ -20,14 +20,29 @@ source "$here/versions.env"
 cache=${TOPOSCHED_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toposched}
 bin="$cache/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-helm-$HELM_VERSION"
 k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
-all=("${k8s_cmds[@]}" etcd kwok kwokctl helm)
+# toposched's own Go helpers (helpers/<name>/, linked against the pinned Kubernetes libraries), as
+# toposched-<name>; rebuilt whenever their sources change (a stamp beside each holds their hash).
+helpers=(dra-allocate)
+all=("${k8s_cmds[@]}" etcd kwok kwokctl helm "${helpers[@]/#/toposched-}")
+repo=$(cd "$here/.." && pwd)
+sources=$(cd "$repo/helpers" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' |
+  LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
 log() { printf 'build-binaries: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-complete() {
+# Those of the named binaries missing from the cache (or, for a helper, built from other sources), one a line.
+missing() {
   local b
-  for b in "${all[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+  for b in "$@"; do
+    if [[ ! -x "$bin/$b" ]] || { [[ $b == toposched-* ]] && [[ "$(cat "$bin/.$b.sources" 2>/dev/null)" != "$sources" ]]; }; then
+      echo "$b"
+    fi
+  done
+}
+
+complete() {
+  [[ -z "$(missing "${all[@]}")" ]]
 }
 
 if [[ "${1:-}" == "--print" ]]; then
@@ -85,11 +100,6 @@ workspace() {
   echo "$dir"
 }
 
-# Those of the named binaries missing from the cache, one a line.
-missing() {
-  local b
-  for b in "$@"; do [[ -x "$bin/$b" ]] || echo "$b"; done
-}
 
 build_kubernetes() {
   local dir upstream json minor staging_version date cmds c
@@ -179,6 +189,16 @@ build_with_install() {
   done
 }
 
+build_helpers() {
+  local h
+  for h in $(missing "${helpers[@]/#/toposched-}"); do
+    progress "$h"
+    quietly "building $h" go -C "$repo/helpers/${h#toposched-}" build -mod=readonly -ldflags "-s -w" -o "$bin/$h.tmp" .
+    mv "$bin/$h.tmp" "$bin/$h"
+    echo "$sources" >"$bin/.$h.sources"
+  done
+}
+
 mapfile -t todo < <(missing "${all[@]}")
 total=${#todo[@]}
 log "binaries to build: $total of ${#all[@]} (versions in hack/versions.env); the Go tool's output goes to $build_log"
@@ -186,6 +206,7 @@ log "binaries to build: $total of ${#all[@]} (versions in hack/versions.env); th
 [[ -x "$bin/etcd" ]] || build_etcd
 build_with_install "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 build_with_install "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+build_helpers
 complete || die "some binaries are missing from $bin"
 log "built $total of ${#all[@]} binaries in $(elapsed)"
 echo "$bin"

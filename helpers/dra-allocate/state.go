@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// request is one line of input.
+type request struct {
+	Op            string            `json:"op"`
+	ID            int64             `json:"id"`
+	Kind          string            `json:"kind"`
+	Name          string            `json:"name"`
+	Object        json.RawMessage   `json:"object"`
+	Claims        []json.RawMessage `json:"claims"`
+	Nodes         []json.RawMessage `json:"nodes"`
+	Assumed       []assumed         `json:"assumed"`
+	TimeoutMillis int64             `json:"timeoutMillis"`
+}
+
+// assumed is a device the caller knows to be taken although no claim's status says so yet.
+type assumed struct {
+	Driver           string                                          `json:"driver"`
+	Pool             string                                          `json:"pool"`
+	Device           string                                          `json:"device"`
+	ShareID          *types.UID                                      `json:"shareID,omitempty"`
+	ConsumedCapacity map[resourceapi.QualifiedName]resource.Quantity `json:"consumedCapacity,omitempty"`
+}
+
+// nodeAnswer is what the allocator said for one node: the allocation of every claim, none
+// (the claims do not fit), or an error (a claim or class the allocator cannot evaluate).
+type nodeAnswer struct {
+	Allocation []resourceapi.AllocationResult `json:"allocation,omitempty"`
+	Unsuitable bool                           `json:"unsuitable,omitempty"`
+	Error      string                         `json:"error,omitempty"`
+}
+
+type answer struct {
+	ID    int64                 `json:"id"`
+	Nodes map[string]nodeAnswer `json:"nodes,omitempty"`
+	Error string                `json:"error,omitempty"`
+}
+
+type state struct {
+	features structured.Features
+	slices   map[string]*resourceapi.ResourceSlice
+	classes  map[string]*resourceapi.DeviceClass
+	claims   map[string]*resourceapi.ResourceClaim
+	celCache *cel.Cache
+}
+
+func newState(features structured.Features) *state {
+	return &state{
+		features: features,
+		slices:   map[string]*resourceapi.ResourceSlice{},
+		classes:  map[string]*resourceapi.DeviceClass{},
+		claims:   map[string]*resourceapi.ResourceClaim{},
+		celCache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity}),
+	}
+}
+
+// handle applies one request; it returns an answer for "allocate" and for a request it cannot read.
+func (s *state) handle(line []byte) *answer {
+	var r request
+	if err := json.Unmarshal(line, &r); err != nil {
+		return &answer{Error: fmt.Sprintf("not a request: %v", err)}
+	}
+	var err error
+	switch r.Op {
+	case "put":
+		err = s.put(r.Kind, r.Object)
+	case "delete":
+		err = s.remove(r.Kind, r.Name)
+	case "allocate":
+		return s.allocate(r)
+	default:
+		err = fmt.Errorf("unknown op %q", r.Op)
+	}
+	if err != nil {
+		return &answer{ID: r.ID, Error: err.Error()}
+	}
+	return nil
+}
+
+func (s *state) put(kind string, raw json.RawMessage) error {
+	switch kind {
+	case "ResourceSlice":
+		return putObject(raw, s.slices, func(o *resourceapi.ResourceSlice) string { return o.Name })
+	case "DeviceClass":
+		return putObject(raw, s.classes, func(o *resourceapi.DeviceClass) string { return o.Name })
+	case "ResourceClaim":
+		return putObject(raw, s.claims, func(o *resourceapi.ResourceClaim) string { return o.Namespace + "/" + o.Name })
+	}
+	return fmt.Errorf("unknown kind %q", kind)
+}
+
+func putObject[T any](raw json.RawMessage, into map[string]*T, key func(*T) string) error {
+	object := new(T)
+	if err := json.Unmarshal(raw, object); err != nil {
+		return fmt.Errorf("not readable: %v", err)
+	}
+	name := key(object)
+	if name == "" || name == "/" {
+		return errors.New("an object without a name")
+	}
+	into[name] = object
+	return nil
+}
+
+func (s *state) remove(kind, name string) error {
+	switch kind {
+	case "ResourceSlice":
+		delete(s.slices, name)
+	case "DeviceClass":
+		delete(s.classes, name)
+	case "ResourceClaim":
+		delete(s.claims, name)
+	default:
+		return fmt.Errorf("unknown kind %q", kind)
+	}
+	return nil
+}
+
+// allocate builds one allocator for the pod's claims, as the plugin's PreFilter does, and asks it
+// about each node, as its Filter does.
+func (s *state) allocate(r request) *answer {
+	claims := make([]*resourceapi.ResourceClaim, 0, len(r.Claims))
+	for i, raw := range r.Claims {
+		claim := new(resourceapi.ResourceClaim)
+		if err := json.Unmarshal(raw, claim); err != nil {
+			return &answer{ID: r.ID, Error: fmt.Sprintf("claim #%d: not readable: %v", i, err)}
+		}
+		claims = append(claims, claim)
+	}
+	sliceList := make([]*resourceapi.ResourceSlice, 0, len(s.slices))
+	for _, name := range sortedKeys(s.slices) {
+		sliceList = append(sliceList, s.slices[name])
+	}
+	allocator, err := structured.NewAllocator(context.Background(), s.features, s.allocatedState(r.Assumed), classLister(s.classes), sliceList, s.celCache)
+	if err != nil {
+		return &answer{ID: r.ID, Error: err.Error()}
+	}
+	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 10 * time.Second // the scheduler's DRASchedulerFilterTimeout
+	}
+	nodes := make([]*v1.Node, len(r.Nodes))
+	answers := make([]nodeAnswer, len(r.Nodes))
+	for i, raw := range r.Nodes {
+		node := new(v1.Node)
+		if err := json.Unmarshal(raw, node); err != nil || node.Name == "" {
+			answers[i] = nodeAnswer{Error: "not a node"}
+			continue
+		}
+		nodes[i] = node
+	}
+	// Allocate is safe for concurrent use: the scheduler's Filter calls it for many nodes at once.
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), len(nodes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(nodes); i = int(next.Add(1) - 1) {
+				if nodes[i] != nil {
+					answers[i] = s.allocateOn(allocator, nodes[i], claims, timeout)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out := answer{ID: r.ID, Nodes: make(map[string]nodeAnswer, len(nodes))}
+	for i, node := range nodes {
+		name := fmt.Sprintf("#%d", i)
+		if node != nil {
+			name = node.Name
+		}
+		out.Nodes[name] = answers[i]
+	}
+	return &out
+}
+
+func (s *state) allocateOn(allocator structured.Allocator, node *v1.Node, claims []*resourceapi.ResourceClaim, timeout time.Duration) nodeAnswer {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	results, err := allocator.Allocate(ctx, node, claims)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return nodeAnswer{Error: fmt.Sprintf("node %s: timed out trying to allocate devices", node.Name)}
+	case errors.Is(err, structured.ErrFailedAllocationOnNode):
+		return nodeAnswer{Unsuitable: true, Error: err.Error()}
+	case err != nil:
+		return nodeAnswer{Error: err.Error()}
+	case len(results) != len(claims):
+		return nodeAnswer{Unsuitable: true}
+	}
+	return nodeAnswer{Allocation: results}
+}
+
+// allocatedState is what every claim's status has allocated, plus the caller's assumed devices:
+// dedicated devices, and under consumable capacity the shared ones with what they consume.
+func (s *state) allocatedState(extra []assumed) structured.AllocatedState {
+	allocated := structured.AllocatedState{
+		AllocatedDevices:         sets.New[structured.DeviceID](),
+		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+	}
+	take := func(driver, pool, device string, share *types.UID, consumed map[resourceapi.QualifiedName]resource.Quantity) {
+		id := structured.MakeDeviceID(driver, pool, device)
+		if s.features.ConsumableCapacity && share != nil {
+			allocated.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, share))
+			if consumed != nil {
+				allocated.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, consumed))
+			}
+			return
+		}
+		allocated.AllocatedDevices.Insert(id)
+	}
+	for _, claim := range s.claims {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, result := range claim.Status.Allocation.Devices.Results {
+			if result.AdminAccess != nil && *result.AdminAccess {
+				continue // admin access takes no device away from others
+			}
+			take(result.Driver, result.Pool, result.Device, result.ShareID, result.ConsumedCapacity)
+		}
+	}
+	for _, a := range extra {
+		take(a.Driver, a.Pool, a.Device, a.ShareID, a.ConsumedCapacity)
+	}
+	return allocated
+}
+
+type classLister map[string]*resourceapi.DeviceClass
+
+func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
+	out := make([]*resourceapi.DeviceClass, 0, len(l))
+	for _, name := range sortedKeys(l) {
+		out = append(out, l[name])
+	}
+	return out, nil
+}
+
+func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+	if class, ok := l[name]; ok {
+		return class, nil
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
+}
+
+func sortedKeys[T any](m map[string]T) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// parseFeatures gives kube-scheduler 1.36's defaults, changed by gates given as it is given them.
+func parseFeatures(gates string) (structured.Features, error) {
+	enabled := map[string]bool{
+		"DRAAdminAccess":               true,
+		"DRAPrioritizedList":           true,
+		"DRAPartitionableDevices":      true,
+		"DRADeviceTaints":              true,
+		"DRADeviceBindingConditions":   true,
+		"DRAResourceClaimDeviceStatus": true,
+		"DRAConsumableCapacity":        true,
+		"DRAListTypeAttributes":        false,
+	}
+	for _, item := range strings.Split(gates, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, value, found := strings.Cut(item, "=")
+		if _, known := enabled[name]; !found || !known || (value != "true" && value != "false") {
+			return structured.Features{}, fmt.Errorf("feature gate %q: expected one of the DRA gates as Name=true or Name=false", item)
+		}
+		enabled[name] = value == "true"
+	}
+	return structured.Features{
+		AdminAccess:            enabled["DRAAdminAccess"],
+		PrioritizedList:        enabled["DRAPrioritizedList"],
+		PartitionableDevices:   enabled["DRAPartitionableDevices"],
+		DeviceTaints:           enabled["DRADeviceTaints"],
+		DeviceBindingAndStatus: enabled["DRADeviceBindingConditions"] && enabled["DRAResourceClaimDeviceStatus"],
+		ConsumableCapacity:     enabled["DRAConsumableCapacity"],
+		ListTypeAttributes:     enabled["DRAListTypeAttributes"],
+	}, nil
+}

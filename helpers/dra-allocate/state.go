@@ -33,6 +33,7 @@ type request struct {
 	Nodes         []json.RawMessage `json:"nodes"`
 	Assumed       []assumed         `json:"assumed"`
 	TimeoutMillis int64             `json:"timeoutMillis"`
+	Full          bool              `json:"full"`
 }
 
 // assumed is a device the caller knows to be taken although no claim's status says so yet.
@@ -44,9 +45,11 @@ type assumed struct {
 	ConsumedCapacity map[resourceapi.QualifiedName]resource.Quantity `json:"consumedCapacity,omitempty"`
 }
 
-// nodeAnswer is what the allocator said for one node: the allocation of every claim, none
-// (the claims do not fit), or an error (a claim or class the allocator cannot evaluate).
+// nodeAnswer is what the allocator said for one node: the devices it picks, none (the claims do
+// not fit), or an error (a claim or class the allocator cannot evaluate). Devices are
+// [claim index, request, driver, pool, device]; the whole allocation results when asked ("full").
 type nodeAnswer struct {
+	Devices    [][]any                        `json:"devices,omitempty"`
 	Allocation []resourceapi.AllocationResult `json:"allocation,omitempty"`
 	Unsuitable bool                           `json:"unsuitable,omitempty"`
 	Error      string                         `json:"error,omitempty"`
@@ -64,6 +67,7 @@ type state struct {
 	classes  map[string]*resourceapi.DeviceClass
 	claims   map[string]*resourceapi.ResourceClaim
 	celCache *cel.Cache
+	kept     *memory
 }
 
 func newState(features structured.Features) *state {
@@ -73,6 +77,7 @@ func newState(features structured.Features) *state {
 		classes:  map[string]*resourceapi.DeviceClass{},
 		claims:   map[string]*resourceapi.ResourceClaim{},
 		celCache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity}),
+		kept:     newMemory(),
 	}
 }
 
@@ -102,35 +107,53 @@ func (s *state) handle(line []byte) *answer {
 func (s *state) put(kind string, raw json.RawMessage) error {
 	switch kind {
 	case "ResourceSlice":
-		return putObject(raw, s.slices, func(o *resourceapi.ResourceSlice) string { return o.Name })
+		slice, err := read[resourceapi.ResourceSlice](raw, func(o *resourceapi.ResourceSlice) string { return o.Name })
+		if err == nil {
+			s.kept.sliceChanged(s.slices[slice.Name], slice)
+			s.slices[slice.Name] = slice
+		}
+		return err
 	case "DeviceClass":
-		return putObject(raw, s.classes, func(o *resourceapi.DeviceClass) string { return o.Name })
+		class, err := read[resourceapi.DeviceClass](raw, func(o *resourceapi.DeviceClass) string { return o.Name })
+		if err == nil {
+			s.kept.forgetAll()
+			s.classes[class.Name] = class
+		}
+		return err
 	case "ResourceClaim":
-		return putObject(raw, s.claims, func(o *resourceapi.ResourceClaim) string { return o.Namespace + "/" + o.Name })
+		claim, err := read[resourceapi.ResourceClaim](raw, claimKey)
+		if err == nil {
+			s.kept.claimChanged(s.claims[claimKey(claim)], claim)
+			s.claims[claimKey(claim)] = claim
+		}
+		return err
 	}
 	return fmt.Errorf("unknown kind %q", kind)
 }
 
-func putObject[T any](raw json.RawMessage, into map[string]*T, key func(*T) string) error {
+func claimKey(claim *resourceapi.ResourceClaim) string { return claim.Namespace + "/" + claim.Name }
+
+func read[T any](raw json.RawMessage, key func(*T) string) (*T, error) {
 	object := new(T)
 	if err := json.Unmarshal(raw, object); err != nil {
-		return fmt.Errorf("not readable: %v", err)
+		return nil, fmt.Errorf("not readable: %v", err)
 	}
-	name := key(object)
-	if name == "" || name == "/" {
-		return errors.New("an object without a name")
+	if name := key(object); name == "" || name == "/" {
+		return nil, errors.New("an object without a name")
 	}
-	into[name] = object
-	return nil
+	return object, nil
 }
 
 func (s *state) remove(kind, name string) error {
 	switch kind {
 	case "ResourceSlice":
+		s.kept.sliceChanged(s.slices[name], nil)
 		delete(s.slices, name)
 	case "DeviceClass":
+		s.kept.forgetAll()
 		delete(s.classes, name)
 	case "ResourceClaim":
+		s.kept.claimChanged(s.claims[name], nil)
 		delete(s.claims, name)
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
@@ -149,18 +172,12 @@ func (s *state) allocate(r request) *answer {
 		}
 		claims = append(claims, claim)
 	}
-	sliceList := make([]*resourceapi.ResourceSlice, 0, len(s.slices))
-	for _, name := range sortedKeys(s.slices) {
-		sliceList = append(sliceList, s.slices[name])
-	}
-	allocator, err := structured.NewAllocator(context.Background(), s.features, s.allocatedState(r.Assumed), classLister(s.classes), sliceList, s.celCache)
-	if err != nil {
-		return &answer{ID: r.ID, Error: err.Error()}
-	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 10 * time.Second // the scheduler's DRASchedulerFilterTimeout
 	}
+	shape := fingerprint(claims, r.Full)
+	assumedOn := s.kept.byNode(r.Assumed)
 	nodes := make([]*v1.Node, len(r.Nodes))
 	answers := make([]nodeAnswer, len(r.Nodes))
 	for i, raw := range r.Nodes {
@@ -169,7 +186,15 @@ func (s *state) allocate(r request) *answer {
 			answers[i] = nodeAnswer{Error: "not a node"}
 			continue
 		}
+		if found, ok := s.kept.get(shape, node.Name, assumedOn[node.Name]); ok {
+			answers[i] = found
+			continue
+		}
 		nodes[i] = node
+	}
+	allocator, err := s.allocator(nodes, r.Assumed)
+	if err != nil {
+		return &answer{ID: r.ID, Error: err.Error()}
 	}
 	// Allocate is safe for concurrent use: the scheduler's Filter calls it for many nodes at once.
 	var wg sync.WaitGroup
@@ -180,24 +205,48 @@ func (s *state) allocate(r request) *answer {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(nodes); i = int(next.Add(1) - 1) {
 				if nodes[i] != nil {
-					answers[i] = s.allocateOn(allocator, nodes[i], claims, timeout)
+					answers[i] = s.allocateOn(allocator, nodes[i], claims, timeout, r.Full)
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	out := answer{ID: r.ID, Nodes: make(map[string]nodeAnswer, len(nodes))}
-	for i, node := range nodes {
-		name := fmt.Sprintf("#%d", i)
-		if node != nil {
-			name = node.Name
+	for i, raw := range r.Nodes {
+		name := nodeName(raw, i)
+		if nodes[i] != nil {
+			s.kept.keep(shape, name, assumedOn[name], answers[i])
 		}
 		out.Nodes[name] = answers[i]
 	}
 	return &out
 }
 
-func (s *state) allocateOn(allocator structured.Allocator, node *v1.Node, claims []*resourceapi.ResourceClaim, timeout time.Duration) nodeAnswer {
+// allocator builds the allocator the plugin's PreFilter builds, when some node needs it.
+func (s *state) allocator(nodes []*v1.Node, extra []assumed) (structured.Allocator, error) {
+	if !slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n != nil }) {
+		return nil, nil
+	}
+	sliceList := make([]*resourceapi.ResourceSlice, 0, len(s.slices))
+	for _, name := range sortedKeys(s.slices) {
+		sliceList = append(sliceList, s.slices[name])
+	}
+	return structured.NewAllocator(context.Background(), s.features, s.allocatedState(extra), classLister(s.classes), sliceList, s.celCache)
+}
+
+func nodeName(raw json.RawMessage, i int) string {
+	var node struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(raw, &node) != nil || node.Metadata.Name == "" {
+		return fmt.Sprintf("#%d", i)
+	}
+	return node.Metadata.Name
+}
+
+func (s *state) allocateOn(allocator structured.Allocator, node *v1.Node, claims []*resourceapi.ResourceClaim, timeout time.Duration, full bool) nodeAnswer {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	results, err := allocator.Allocate(ctx, node, claims)
@@ -211,7 +260,16 @@ func (s *state) allocateOn(allocator structured.Allocator, node *v1.Node, claims
 	case len(results) != len(claims):
 		return nodeAnswer{Unsuitable: true}
 	}
-	return nodeAnswer{Allocation: results}
+	picked := nodeAnswer{}
+	for c, result := range results {
+		for _, d := range result.Devices.Results {
+			picked.Devices = append(picked.Devices, []any{c, d.Request, d.Driver, d.Pool, d.Device})
+		}
+	}
+	if full {
+		picked.Allocation = results
+	}
+	return picked
 }
 
 // allocatedState is what every claim's status has allocated, plus the caller's assumed devices:

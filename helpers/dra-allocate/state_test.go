@@ -82,10 +82,8 @@ func picked(a nodeAnswer) string {
 		return fmt.Sprintf("unsuitable=%v error=%q", a.Unsuitable, a.Error)
 	}
 	var got []string
-	for _, result := range a.Allocation {
-		for _, r := range result.Devices.Results {
-			got = append(got, r.Pool+"/"+r.Device)
-		}
+	for _, d := range a.Devices {
+		got = append(got, fmt.Sprintf("%v/%v", d[3], d[4]))
 	}
 	return strings.Join(got, ",")
 }
@@ -151,6 +149,40 @@ func TestFeatureGates(t *testing.T) {
 	for _, bad := range []string{"DRAConsumableCapacity", "NotAGate=true", "DRAAdminAccess=maybe"} {
 		if _, err := parseFeatures(bad); err == nil {
 			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
+
+// TestAnswersAreKeptWhileTheNodeDoesNotChange: a node's answer is reused for the same claims until
+// its slices, its allocated devices or the assumed ones change, and only that node's.
+func TestAnswersAreKeptWhileTheNodeDoesNotChange(t *testing.T) {
+	nodes := []any{map[string]any{"metadata": map[string]any{"name": "n1"}}, map[string]any{"metadata": map[string]any{"name": "n2"}}}
+	ask := func(id int, assumed ...assumed) map[string]any {
+		return map[string]any{"op": "allocate", "id": id, "claims": []any{claim(1)}, "nodes": nodes, "assumed": assumed}
+	}
+	held := claim(1)
+	held["metadata"] = map[string]any{"name": "held", "namespace": "ns"}
+	held["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{
+		map[string]any{"request": "gpu", "driver": driver, "pool": "p1", "device": "gpu-0"},
+	}}}}
+	answers := run(t, "",
+		put("DeviceClass", class),
+		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0", "gpu-1")),
+		put("ResourceSlice", slice("s2", "n2", "p2", "gpu-0", "gpu-1")),
+		ask(1),
+		ask(2),
+		put("ResourceClaim", held),
+		ask(3),
+		ask(4, assumed{Driver: driver, Pool: "p2", Device: "gpu-0"}),
+		map[string]any{"op": "delete", "kind": "ResourceClaim", "name": "ns/held"},
+		ask(5),
+		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-1")),
+		ask(6),
+	)
+	want := []string{"p1/gpu-0 p2/gpu-0", "p1/gpu-0 p2/gpu-0", "p1/gpu-1 p2/gpu-0", "p1/gpu-1 p2/gpu-1", "p1/gpu-0 p2/gpu-0", "p1/gpu-1 p2/gpu-0"}
+	for i, a := range answers {
+		if got := picked(a.Nodes["n1"]) + " " + picked(a.Nodes["n2"]); got != want[i] {
+			t.Fatalf("request %d: got %s, want %s", a.ID, got, want[i])
 		}
 	}
 }

@@ -186,7 +186,8 @@ func (s *state) allocate(r request) *answer {
 			answers[i] = nodeAnswer{Error: "not a node"}
 			continue
 		}
-		if found, ok := s.kept.get(shape, node.Name, assumedOn[node.Name]); ok {
+		// The node's labels can select slices: the node as sent is part of what an answer is kept for.
+		if found, ok := s.kept.get(shape, node.Name, assumedOn[node.Name]+"\x00"+string(raw)); ok {
 			answers[i] = found
 			continue
 		}
@@ -215,7 +216,7 @@ func (s *state) allocate(r request) *answer {
 	for i, raw := range r.Nodes {
 		name := nodeName(raw, i)
 		if nodes[i] != nil {
-			s.kept.keep(shape, name, assumedOn[name], answers[i])
+			s.kept.keep(shape, name, assumedOn[name]+"\x00"+string(raw), answers[i])
 		}
 		out.Nodes[name] = answers[i]
 	}

@@ -48,7 +48,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from testkit.realnode import device_plugin, host
+from testkit.realnode import host, sidecar
 from testkit.realnode.cluster import LocalCluster, wait
 from testkit.realnode.device_plugin import DevicePlugin
 from testkit.realnode.devices import NodeDevices, is_extended_resource
@@ -976,7 +976,7 @@ def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
     if proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-    device_plugin.reap(node.name)
+    sidecar.reap(node.name)
     host.remove_cgroups(node.name)
     if not keep_bridge:
         host.delete_bridge(node.record.bridge)
@@ -1024,7 +1024,7 @@ def _teardown(node: RealNode, *, delete_api_node: bool) -> None:
 def _teardown_unrecorded(name: str, layout: NodeLayout, cluster: LocalCluster) -> None:
     host.kill_cgroups(name)
     _LAUNCHERS.pop(name, None)
-    device_plugin.reap(name)
+    sidecar.reap(name)
     host.remove_cgroups(name)
     for mount in sorted(host.mounts_under(layout.root), key=len, reverse=True):
         subprocess.run(["umount", "--lazy", mount], capture_output=True)

@@ -10,8 +10,6 @@ configuration closes its sockets (the kubelet's plugin watcher unregisters it) a
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import os
 import signal
@@ -27,6 +25,7 @@ from testkit.realnode.dra import NodeDRA
 from testkit.realnode.dra_driver import ERROR, SERVING, STOPPED, DriverConfig
 from testkit.realnode.layout import dra_plugin_socket, dra_registration_socket
 from testkit.realnode.sidecar import format_call
+from testkit.realnode.signalled import SignalledLoop
 from toposched.kube.nodeclient import KubeAPI
 
 TICK = 0.5
@@ -82,49 +81,28 @@ class DriverProcess:
         self.publisher = SlicePublisher(KubeAPI.from_kubeconfig(kubeconfig), self.config.node, log)
         self.endpoints: dict[str, Endpoint] = {}
         self.gone: set[str] = set()
-        self.wake = asyncio.Event()
-        self.reload_asked = False
-        self.main: asyncio.Task[None] | None = None
+        self.loop = SignalledLoop(TICK, {signal.SIGHUP: "reload"})
 
     async def run(self) -> None:
         """Serve until SIGTERM or SIGINT, then close every socket (the slices stay)."""
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGHUP, self._reload)
-        for stop in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(stop, self._stop)
-        self.main = asyncio.create_task(self._loop())
         try:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.main
+            await self.serve(self.config.dra)
+            await self.loop.run(self._look)
         finally:
             for endpoint in self.endpoints.values():
                 await endpoint.close()
                 log(STOPPED, endpoint.driver, (), pid=os.getpid())
 
-    async def _loop(self) -> None:
-        await self.serve(self.config.dra)
-        while True:
-            if self.reload_asked:
-                self.reload_asked = False
-                await self.reload()
-            await self.publish()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), TICK)
-            self.wake.clear()
-
-    def _reload(self) -> None:
-        self.reload_asked = True
-        self.wake.set()
-
-    def _stop(self) -> None:
-        if self.main is not None:
-            self.main.cancel()
+    async def _look(self) -> None:
+        if self.loop.asked_for("reload"):
+            await self.reload()
+        await self.publish()
 
     def _registered(self, driver: str, registered: bool) -> None:
         endpoint = self.endpoints.get(driver)
         if endpoint is not None:
             endpoint.registered = endpoint.registered or registered
-            self.wake.set()
+            self.loop.poke()
 
     def _known(self, driver: str) -> set[str]:
         node = self.config.node

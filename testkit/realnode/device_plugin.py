@@ -31,15 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from testkit.realnode.cluster import LocalCluster
 from testkit.realnode.devices import NodeDevices
 from testkit.realnode.errors import RealNodeError
-from testkit.realnode.layout import NodeLayout
-from testkit.realnode.sidecar import STOP_GRACE, NodeSidecar, wait_until
+from testkit.realnode.sidecar import STOP_GRACE, ClusterNode, NodeSidecar, wait_until
 from testkit.realnode.sidecar import PluginCall as PluginCall
 from testkit.realnode.sidecar import format_call as format_call
 from testkit.realnode.sidecar import parse_calls as parse_calls
-from testkit.realnode.topology import Topology
 
 PLUGIN_CGROUP = "deviceplugin"
 KUBELET_SOCKET = "kubelet.sock"
@@ -77,27 +74,11 @@ def write_config(path: Path, generation: int, devices: NodeDevices) -> None:
     partial.replace(path)
 
 
-class PluginNode(Protocol):
+class PluginNode(ClusterNode, Protocol):
     """What the device plugin needs of its node: a ``RealNode``, which holds its plugin in turn."""
 
     @property
-    def name(self) -> str: ...
-
-    @property
-    def layout(self) -> NodeLayout: ...
-
-    @property
-    def cluster(self) -> LocalCluster: ...
-
-    @property
-    def topology(self) -> Topology: ...
-
-    @property
     def devices(self) -> NodeDevices: ...
-
-    def ensure_running(self) -> None: ...
-
-    def log_tail(self, which: str = "kubelet", lines: int = 40) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -105,15 +86,9 @@ class DevicePlugin(NodeSidecar):
     """The device plugin of one real node (``RealNode.device_plugin``). Every wait is bounded and
     fails with the plugin's log tail and the kubelet's."""
 
-    CGROUP = PLUGIN_CGROUP
-    LOG = "plugin.log"
-    TITLE = "device plugin"
+    CGROUP, CONFIG, LOG, TITLE = PLUGIN_CGROUP, "devices.json", "plugin.log", "device plugin"
 
     node: PluginNode
-
-    @property
-    def config_file(self) -> Path:
-        return self.directory / "devices.json"
 
     @property
     def socket_dir(self) -> Path:

@@ -36,23 +36,18 @@ from testkit.realnode import host
 from testkit.realnode.cluster import LocalCluster
 from testkit.realnode.dra import NodeDRA, device_class, published
 from testkit.realnode.layout import dra_plugin_socket, dra_registration_socket
-from testkit.realnode.sidecar import STOP_GRACE, NodeSidecar, SidecarNode, wait_until
-from testkit.realnode.topology import Topology
+from testkit.realnode.sidecar import STOP_GRACE, ClusterNode, NodeSidecar, wait_until
 
 DRIVER_CGROUP = "dra"
 PLUGIN_TYPE = "DRAPlugin"
 SERVICE = "v1.DRAPlugin"
 """The one DRA service the driver offers: the kubelet (1.36) prefers it to v1beta1."""
 
-# The log's methods: the kubelet's calls to the driver, and events.
-GET_INFO = "GetInfo"
-NOTIFY = "NotifyRegistrationStatus"
-PREPARE = "NodePrepareResources"
-UNPREPARE = "NodeUnprepareResources"
-SERVING = "Serving"
-PUBLISHED = "Published"
-STOPPED = "Stopped"
-ERROR = "Error"
+# The log's methods: the kubelet's calls to the driver (registration, then DRAPlugin)...
+GET_INFO, NOTIFY = "GetInfo", "NotifyRegistrationStatus"
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+# ... and the driver's events.
+SERVING, PUBLISHED, STOPPED, ERROR = "Serving", "Published", "Stopped", "Error"
 
 KUBELET_STARTS = '"Kubelet version"'
 """The kubelet's first log line of each run."""
@@ -110,14 +105,8 @@ def ensure_device_class(driver: str, *, name: str = "", cluster: LocalCluster | 
     return str(body["metadata"]["name"])
 
 
-class DriverNode(SidecarNode, Protocol):
+class DriverNode(ClusterNode, Protocol):
     """What the DRA driver needs of its node: a ``RealNode``, which holds its driver in turn."""
-
-    @property
-    def cluster(self) -> LocalCluster: ...
-
-    @property
-    def topology(self) -> Topology: ...
 
     @property
     def dra(self) -> NodeDRA: ...
@@ -125,18 +114,13 @@ class DriverNode(SidecarNode, Protocol):
 
 @dataclass(frozen=True)
 class DRADriver(NodeSidecar):
-    """The DRA driver process of one real node (``RealNode.dra_driver``). Every wait is bounded
-    and fails with the driver's log tail and the kubelet's."""
+    """The DRA driver process of one real node (``RealNode.dra_driver``): it serves every DRA
+    driver of the node. Every wait is bounded and fails with the driver's log tail and the
+    kubelet's."""
 
-    CGROUP = DRIVER_CGROUP
-    LOG = "driver.log"
-    TITLE = "DRA driver"
+    CGROUP, CONFIG, LOG, TITLE = DRIVER_CGROUP, "dra.json", "driver.log", "DRA driver"
 
     node: DriverNode
-
-    @property
-    def config_file(self) -> Path:
-        return self.directory / "dra.json"
 
     def config(self) -> DriverConfig:
         """What the driver publishes (or will when started): the node's DRA devices as changed

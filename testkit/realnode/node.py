@@ -219,15 +219,15 @@ class RealNode:
         return DevicePlugin(self)
 
     @property
+    def dra_driver(self) -> DRADriver:
+        """The node's DRA driver: start, stop, restart, change its slices mid-run, read its calls."""
+        return DRADriver(self)
+
+    @property
     def dra(self) -> NodeDRA:
         """The DRA devices the node was made (or last reset) with; ``dra_driver.devices()`` says
         what its driver publishes now."""
         return self.record.dra
-
-    @property
-    def dra_driver(self) -> DRADriver:
-        """The node's DRA driver: start, stop, restart, change its slices mid-run, read its calls."""
-        return DRADriver(self)
 
     @property
     def pod_resources_socket(self) -> Path:

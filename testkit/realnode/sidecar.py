@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from testkit.realnode import host
-from testkit.realnode.cluster import REPO
+from testkit.realnode.cluster import REPO, LocalCluster
 from testkit.realnode.errors import RealNodeError
 from testkit.realnode.layout import NodeLayout
+from testkit.realnode.topology import Topology
 
 _MESSAGE = "message"
 STOP_GRACE = 10.0
@@ -121,12 +122,23 @@ class SidecarNode(Protocol):
     def log_tail(self, which: str = "kubelet", lines: int = 40) -> str: ...
 
 
+class ClusterNode(SidecarNode, Protocol):
+    """A node whose sidecar reads the API too and checks what it is given against the topology."""
+
+    @property
+    def cluster(self) -> LocalCluster: ...
+
+    @property
+    def topology(self) -> Topology: ...
+
+
 @dataclass(frozen=True)
 class NodeSidecar:
-    """A process in ``<node cgroup>/<CGROUP>`` with its files in ``<node dir>/<CGROUP>/`` and its
-    call log there (``LOG``)."""
+    """A process in ``<node cgroup>/<CGROUP>`` with its files in ``<node dir>/<CGROUP>/``: what it
+    is to serve (``CONFIG``) and its call log (``LOG``)."""
 
     CGROUP: ClassVar[str]
+    CONFIG: ClassVar[str]
     LOG: ClassVar[str]
     TITLE: ClassVar[str]
     """How errors name it: "the <TITLE> of <node>"."""
@@ -136,6 +148,10 @@ class NodeSidecar:
     @property
     def directory(self) -> Path:
         return self.node.layout.root / self.CGROUP
+
+    @property
+    def config_file(self) -> Path:
+        return self.directory / self.CONFIG
 
     @property
     def log_file(self) -> Path:

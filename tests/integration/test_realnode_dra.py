@@ -22,6 +22,7 @@ from kubernetes_asyncio import client
 
 from testkit.cluster import wait_for
 from testkit.oracle.observe import RUNTIME_CLASS, prepare
+from testkit.podresources import listed_pod
 from testkit.realnode import (
     NodeDRA,
     RealNode,
@@ -35,7 +36,6 @@ from testkit.realnode import (
 )
 from testkit.realnode.dra import PCIE_ROOT, STANDARD_NUMA
 from testkit.realnode.dra_driver import NOTIFY, PREPARE, UNPREPARE
-from toposched.exporter.podresources.client import PodResourcesClient
 from toposched.exporter.topology import ClaimDevice
 
 pytestmark = pytest.mark.cluster
@@ -116,13 +116,8 @@ def _results(claim: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 async def _pod_claims(node: RealNode, namespace: str, pod: str) -> set[ClaimDevice] | None:
-    """The container's claimed devices as PodResources List says (None: not listed yet)."""
-    resources = PodResourcesClient(node.pod_resources_socket, timeout=5)
-    try:
-        pods = await resources.list_pods()
-    finally:
-        await resources.close()
-    found = next((p for p in pods if (p.namespace, p.name) == (namespace, pod)), None)
+    """The containers' claimed devices as PodResources List says (None: not listed yet)."""
+    found = await listed_pod(node.pod_resources_socket, namespace, pod)
     return None if found is None else {d for c in found.containers for d in c.claims}
 
 

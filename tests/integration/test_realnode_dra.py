@@ -31,11 +31,13 @@ from testkit.realnode import (
     leftovers,
     list_nodes,
     remove_node,
+    reset_node,
     resource_claim_template,
     workload_pod,
 )
 from testkit.realnode.dra import PCIE_ROOT, STANDARD_NUMA
 from testkit.realnode.dra_driver import NOTIFY, PREPARE, UNPREPARE
+from testkit.realnode.layout import dra_plugin_socket, dra_registration_socket
 from toposched.exporter.topology import ClaimDevice
 
 pytestmark = pytest.mark.cluster
@@ -264,12 +266,18 @@ async def test_two_claims_of_two_drivers(
 
 async def test_changed_devices_are_published_at_a_new_generation(node: RealNode) -> None:
     driver = node.dra_driver
-    smaller = NodeDRA.parse([f"{GPU}=1", f"{NIC}:{node.name}-a=dra.net/numaNode=1"])
+    smaller = NodeDRA.parse([f"{GPU}=1,-"])  # the NICs' driver goes
     await asyncio.to_thread(driver.set_devices, smaller)  # returns once the API holds exactly these
-    slices = {s["metadata"]["name"]: s["spec"] for s in driver.slices()}
-    assert sorted(slices) == [f"{node.name}.{GPU}.{node.name}.s0", f"{node.name}.{NIC}.{node.name}-a.s0"]
-    assert {s["pool"]["generation"] for s in slices.values()} == {2}
-    await asyncio.to_thread(driver.set_devices, node_dra(node.name))
+    (only,) = driver.slices()
+    assert only["metadata"]["name"] == f"{node.name}.{GPU}.{node.name}.s0"
+    assert only["spec"]["pool"] == {"name": node.name, "generation": 2, "resourceSliceCount": 1}
+    assert [d.get("attributes") for d in only["spec"]["devices"]] == [{STANDARD_NUMA: {"int": 1}}, None]
+    root = node.layout.kubelet_root
+    assert not dra_registration_socket(root, NIC).exists()  # the kubelet's plugin watcher lets it go
+    assert not dra_plugin_socket(root, NIC).exists()
+    since = driver.log_size()
+    await asyncio.to_thread(driver.set_devices, node_dra(node.name))  # and comes back: registered anew
+    assert [c.resource for c in driver.calls(NOTIFY, since=since)] == [NIC]
     assert len(driver.slices()) == 4
 
 
@@ -288,3 +296,12 @@ async def test_a_stopped_driver_loses_its_slices_and_a_started_one_publishes_the
     await asyncio.to_thread(driver.start)
     assert sorted(c.resource for c in driver.calls(NOTIFY, since=since)) == [GPU, NIC]
     assert len(driver.slices()) == 4
+
+
+async def test_a_reset_publishes_new_devices(node: RealNode) -> None:
+    dra = NodeDRA.parse([f"{GPU}:{node.name}-new=0,1"])
+    reset = await asyncio.to_thread(reset_node, node.name, dra=dra)  # returns once published
+    assert reset.dra_driver.devices() == dra
+    (only,) = reset.dra_driver.slices()  # the old pools went with the old kubelet's state
+    assert only["metadata"]["name"] == f"{node.name}.{GPU}.{node.name}-new.s0"
+    assert [c.resource for c in reset.dra_driver.calls(NOTIFY)] == [GPU]  # a new log

@@ -404,6 +404,7 @@ def add_node(
             # A real node whose files are gone (its remover died half-way): its object is stale.
             cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         records = _records(cluster)
+        _check_pools(name, dra, records)
         used = {r.index for r in records}
         # Bridges and pod subnets are host-wide: skip those another checkout's cluster holds.
         # Each checkout starts its search elsewhere, so two clusters on one machine rarely even
@@ -424,7 +425,6 @@ def add_node(
             raise RealNodeError(f"at most {MAX_NODES} real nodes")
         taken = {p for r in records for p in (r.kubelet_port, r.healthz_port)}
         record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings, devices, dra)
-        _check_pools(record, records)
         overlapping = host.routes_overlapping(record.subnet)
         if overlapping:
             host.delete_bridge(record.bridge)
@@ -454,11 +454,11 @@ def _check_socket_paths(layout: NodeLayout, dra: NodeDRA) -> None:
         )
 
 
-def _check_pools(record: NodeRecord, others: Iterable[NodeRecord]) -> None:
+def _check_pools(name: str, dra: NodeDRA, others: Iterable[NodeRecord]) -> None:
     """A device is known by (driver, pool, name) cluster-wide: no two nodes may publish one pool."""
-    pools = {(s.driver, s.pool_name(record.name)) for s in record.dra.slices}
+    pools = {(s.driver, s.pool_name(name)) for s in dra.slices}
     for other in others:
-        if other.name != record.name:
+        if other.name != name:
             shared = pools & {(s.driver, s.pool_name(other.name)) for s in other.dra.slices}
             if shared:
                 driver, pool = sorted(shared)[0]
@@ -506,10 +506,7 @@ def reset_node(
     devices.validate(topology)
     dra.validate(topology)
     _check_socket_paths(old.layout, dra)
-    record = NodeRecord(
-        name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings, devices, dra
-    )
-    _check_pools(record, _records(cluster))
+    _check_pools(name, dra, _records(cluster))
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
@@ -525,6 +522,9 @@ def reset_node(
     wiped = (layout.kubelet_root, layout.containerd, layout.cni, layout.fakehost, layout.host_dirs, layout.pki)
     for path in (*wiped, old.device_plugin.directory, old.dra_driver.directory):
         shutil.rmtree(path, ignore_errors=True)
+    record = NodeRecord(
+        name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings, devices, dra
+    )
     layout.record.write_text(record.to_json())
     node = RealNode(record, layout, cluster)
     try:

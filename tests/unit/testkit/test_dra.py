@@ -170,10 +170,10 @@ def test_two_nodes_never_publish_one_pool() -> None:
     def record(name: str, specs: list[str]) -> NodeRecord:
         return NodeRecord(name, 0, 1, 2, TWO_ZONES, KubeletSettings(), dra=NodeDRA.parse(specs))
 
-    mine = record("a", [f"{GPU}=0", f"{GPU}:shared=0"])
-    _check_pools(mine, [record("a", [f"{GPU}:shared=0"]), record("b", [f"{GPU}=0", "nic.example.com:shared=0"])])
+    mine = NodeDRA.parse([f"{GPU}=0", f"{GPU}:shared=0"])
+    _check_pools("a", mine, [record("a", [f"{GPU}:shared=0"]), record("b", [f"{GPU}=0", "nic.example.com:shared=0"])])
     with pytest.raises(DRAError, match=f"pool shared of {GPU} is published by real node b already"):
-        _check_pools(mine, [record("b", [f"{GPU}:shared=1"])])
+        _check_pools("a", mine, [record("b", [f"{GPU}:shared=1"])])
 
 
 def test_the_driver_s_configuration_round_trips(tmp_path: Path) -> None:

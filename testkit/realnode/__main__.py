@@ -192,6 +192,19 @@ def _summary(node: RealNode) -> dict[str, Any]:
     }
 
 
+def _print_list(rows: list[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
+        print(f"  {row['topology']}\n  {row['policies']}")
+        if row["devices"]:
+            print(f"  devices ({row['devicePlugin']} plugin): {' '.join(row['devices'])}")
+        if row["dra"]:
+            print(f"  DRA devices ({row['draDriver']} driver): {' '.join(row['dra'])}")
+
+
 def _shape(node: RealNode) -> str:
     devices = f"; devices {node.devices.describe()}" if node.devices.resources else ""
     dra = f"; DRA {node.dra.describe()}" if node.dra.slices else ""
@@ -260,16 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 remove_node(name)
                 print(f"{name}: removed")
         elif args.command == "list":
-            rows = [_summary(n) for n in list_nodes()]
-            if args.json:
-                print(json.dumps(rows, indent=2))
-            for row in [] if args.json else rows:
-                print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
-                print(f"  {row['topology']}\n  {row['policies']}")
-                if row["devices"]:
-                    print(f"  devices ({row['devicePlugin']} plugin): {' '.join(row['devices'])}")
-                if row["dra"]:
-                    print(f"  DRA devices ({row['draDriver']} driver): {' '.join(row['dra'])}")
+            _print_list([_summary(n) for n in list_nodes()], as_json=args.json)
         elif args.command == "usage":
             nodes = list_nodes()
             first = {n.name: n.usage() for n in nodes}

@@ -383,13 +383,11 @@ def add_node(
     _check_name(name)
     settings.validate(topology)
     devices.validate(topology)
-    dra.validate(topology)
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
     cluster.grant_pod_status()
     layout = NodeLayout(cluster.nodes_dir / name)
-    _check_socket_paths(layout, dra)
     images = archives()
     with _nodes_lock(cluster):
         if layout.root.exists():
@@ -404,7 +402,7 @@ def add_node(
             # A real node whose files are gone (its remover died half-way): its object is stale.
             cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         records = _records(cluster)
-        _check_pools(name, dra, records)
+        _check_dra(name, dra, topology, layout, records)
         used = {r.index for r in records}
         # Bridges and pod subnets are host-wide: skip those another checkout's cluster holds.
         # Each checkout starts its search elsewhere, so two clusters on one machine rarely even
@@ -445,17 +443,17 @@ def add_node(
     return node
 
 
-def _check_socket_paths(layout: NodeLayout, dra: NodeDRA) -> None:
+def _check_dra(name: str, dra: NodeDRA, topology: Topology, layout: NodeLayout, others: list[NodeRecord]) -> None:
+    """Raise unless node ``name`` can publish ``dra``: on its topology's NUMA nodes, with unix
+    socket paths short enough, in pools no other node publishes."""
+    dra.validate(topology)
     longest = layout.longest_socket(dra.drivers())
     if len(str(longest)) > _UNIX_PATH_MAX:
         raise RealNodeError(
             f"the repository path is too long for the node's unix sockets ({longest} exceeds "
             f"{_UNIX_PATH_MAX} bytes): use a checkout with a shorter path (or shorter DRA driver names)"
         )
-
-
-def _check_pools(name: str, dra: NodeDRA, others: Iterable[NodeRecord]) -> None:
-    """A device is known by (driver, pool, name) cluster-wide: no two nodes may publish one pool."""
+    # A device is known by (driver, pool, name) cluster-wide: no two nodes may publish one pool.
     pools = {(s.driver, s.pool_name(name)) for s in dra.slices}
     for other in others:
         if other.name != name:
@@ -485,9 +483,8 @@ def reset_node(
     timeout: float = 90,
 ) -> RealNode:
     """Restart node ``name`` from a clean kubelet and containerd state, optionally with a new
-    topology, settings, devices and/or DRA devices (None keeps those the node was made or last
-    reset with; changes made mid-run through ``device_plugin`` or ``dra_driver`` are dropped). The
-    device plugin and the DRA driver restart with the node, from new logs.
+    topology, settings, devices and/or DRA devices (None keeps those the node was made or last reset
+    with; changes made mid-run are dropped). Its device plugin and DRA driver restart, with new logs.
 
     A kubelet refuses to start when its CPU or memory manager checkpoint does not match the
     machine, so a topology change needs exactly this: every container is killed, the kubelet
@@ -504,9 +501,7 @@ def reset_node(
     dra = old.dra if dra is None else dra
     settings.validate(topology)
     devices.validate(topology)
-    dra.validate(topology)
-    _check_socket_paths(old.layout, dra)
-    _check_pools(name, dra, _records(cluster))
+    _check_dra(name, dra, topology, old.layout, _records(cluster))
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()

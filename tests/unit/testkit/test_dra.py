@@ -23,7 +23,7 @@ from testkit.realnode.dra import (
 )
 from testkit.realnode.dra_driver import DriverConfig, kubelet_wiped
 from testkit.realnode.layout import NodeLayout
-from testkit.realnode.node import NodeRecord, _check_pools
+from testkit.realnode.node import NodeRecord, _check_dra
 
 TWO_ZONES = Topology.uniform(zones=2, cores_per_zone=2, memory_per_zone="1Gi")
 GPU = "gpu.example.com"
@@ -170,10 +170,11 @@ def test_two_nodes_never_publish_one_pool() -> None:
     def record(name: str, specs: list[str]) -> NodeRecord:
         return NodeRecord(name, 0, 1, 2, TWO_ZONES, KubeletSettings(), dra=NodeDRA.parse(specs))
 
-    mine = NodeDRA.parse([f"{GPU}=0", f"{GPU}:shared=0"])
-    _check_pools("a", mine, [record("a", [f"{GPU}:shared=0"]), record("b", [f"{GPU}=0", "nic.example.com:shared=0"])])
+    mine, layout = NodeDRA.parse([f"{GPU}=0", f"{GPU}:shared=0"]), NodeLayout(Path("/r/.cluster/nodes/a"))
+    others = [record("a", [f"{GPU}:shared=0"]), record("b", [f"{GPU}=0", "nic.example.com:shared=0"])]
+    _check_dra("a", mine, TWO_ZONES, layout, others)
     with pytest.raises(DRAError, match=f"pool shared of {GPU} is published by real node b already"):
-        _check_pools("a", mine, [record("b", [f"{GPU}:shared=1"])])
+        _check_dra("a", mine, TWO_ZONES, layout, [record("b", [f"{GPU}:shared=1"])])
 
 
 def test_the_driver_s_configuration_round_trips(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """A fake kubelet: a real grpc.aio server on a unix socket serving PodResourcesLister v1.
 
 Tests set what it answers (allocatable resources, pods) and make it misbehave (rate limit).
+:func:`listed_pod` asks a kubelet (a real node's, say) what it lists of one pod.
 """
 
 from pathlib import Path
@@ -8,6 +9,18 @@ from pathlib import Path
 import grpc
 
 from toposched.exporter.podresources._generated import api_pb2, api_pb2_grpc
+from toposched.exporter.podresources.client import PodResourcesClient
+from toposched.exporter.topology import PodUse
+
+
+async def listed_pod(socket: Path, namespace: str, name: str) -> PodUse | None:
+    """The pod as one List call on the kubelet's PodResources ``socket`` says (None: not listed)."""
+    resources = PodResourcesClient(socket, timeout=5)
+    try:
+        pods = await resources.list_pods()
+    finally:
+        await resources.close()
+    return next((p for p in pods if (p.namespace, p.name) == (namespace, name)), None)
 
 
 def topology(*numa: int) -> api_pb2.TopologyInfo:

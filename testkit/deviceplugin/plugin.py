@@ -14,7 +14,6 @@ must not take the new one for the old.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
@@ -35,6 +34,7 @@ from testkit.realnode.device_plugin import (
     read_config,
 )
 from testkit.realnode.devices import DeviceResource, DevicesError
+from testkit.realnode.signalled import SignalledLoop
 
 TICK = 0.2
 """How often the kubelet's socket and the plugin's own are looked at (seconds)."""
@@ -111,55 +111,27 @@ class Plugin:
         self.socket_dir = socket_dir
         self.kubelet_socket = socket_dir / KUBELET_SOCKET
         self.endpoints: dict[str, Endpoint] = {}
-        self.wake = asyncio.Event()
-        self.reload_asked = False
-        self.reregister_asked = False
-        self.main: asyncio.Task[None] | None = None
+        self.loop = SignalledLoop(TICK, {signal.SIGHUP: "reload", signal.SIGUSR1: "reregister"})
 
     async def run(self) -> None:
         """Serve until SIGTERM or SIGINT (a registration in flight is abandoned), then close
         every socket."""
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGHUP, self._reload)
-        loop.add_signal_handler(signal.SIGUSR1, self._reregister)
-        for stop in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(stop, self._stop)
         generation, devices = read_config(self.config)
         for resource in devices.resources:
             self.endpoints[resource.name] = Endpoint(Served(resource, generation), self.socket_dir)
-        self.main = asyncio.create_task(self._loop())
         try:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.main
+            await self.loop.run(self._look)
         finally:
             for endpoint in self.endpoints.values():
                 await endpoint.close()
                 log("Stopped", endpoint.name, (), endpoint=endpoint.socket.name, pid=os.getpid())
 
-    async def _loop(self) -> None:
-        while True:
-            if self.reload_asked:
-                self.reload_asked = False
-                await self.reload()
-            if self.reregister_asked:
-                self.reregister_asked = False
-                await self.register_again()
-            await self.keep_registered()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), TICK)
-            self.wake.clear()
-
-    def _reload(self) -> None:
-        self.reload_asked = True
-        self.wake.set()
-
-    def _reregister(self) -> None:
-        self.reregister_asked = True
-        self.wake.set()
-
-    def _stop(self) -> None:
-        if self.main is not None:
-            self.main.cancel()
+    async def _look(self) -> None:
+        if self.loop.asked_for("reload"):
+            await self.reload()
+        if self.loop.asked_for("reregister"):
+            await self.register_again()
+        await self.keep_registered()
 
     async def reload(self) -> None:
         """Serve what the devices file says now (SIGHUP)."""

@@ -11,10 +11,17 @@
     node = add_node("numa-b", devices=gpus)  # returns once the Node shows them
     node.device_plugin.set_health("example.com/gpu", "gpu-0", healthy=False)  # restart(), stop(), calls()
 
+    dra = NodeDRA.parse(["gpu.example.com=0,0,1,1"])  # published by a real DRA driver
+    node = add_node("numa-c", dra=dra)  # returns once the kubelet registered it and its slices are up
+    ensure_device_class("gpu.example.com")  # claims ask for the driver's devices through it
+    node.dra_driver.calls("NodePrepareResources")  # restart(), stop(), set_devices(), slices()
+
 CLI: ``python -m testkit.realnode add|remove|reset|list|down`` (``hack/cluster.sh`` uses it).
 """
 
 from testkit.realnode.devices import Device, DeviceResource, DevicesError, NodeDevices
+from testkit.realnode.dra import DRAError, NodeDRA, resource_claim_template
+from testkit.realnode.dra_driver import ensure_device_class
 from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
 from testkit.realnode.images import PAUSE_IMAGE, WORKLOAD_IMAGE
 from testkit.realnode.node import (
@@ -42,12 +49,14 @@ __all__ = [
     "NODE_TOLERATION",
     "PAUSE_IMAGE",
     "WORKLOAD_IMAGE",
+    "DRAError",
     "Device",
     "DeviceResource",
     "DevicesError",
     "KubeletDiedError",
     "KubeletSettings",
     "MissingToolError",
+    "NodeDRA",
     "NodeDevices",
     "RealNode",
     "RealNodeError",
@@ -57,12 +66,14 @@ __all__ = [
     "add_node",
     "default_topology",
     "down",
+    "ensure_device_class",
     "get_node",
     "leftovers",
     "list_nodes",
     "missing_tools",
     "remove_node",
     "reset_node",
+    "resource_claim_template",
     "scheduled_pod",
     "workload_pod",
 ]

@@ -13,6 +13,7 @@ Topology: ``--topology FILE`` (YAML as Topology.to_dict writes it) or ``--zones`
 ``--cores-per-zone``, ``--memory-per-zone``, ``--smt``, ``--hugepages-2mi``, ``--hugepages-1gi``.
 Settings: ``--settings FILE`` (YAML as KubeletSettings.to_dict writes it) plus overrides.
 Devices: ``--device NAME[:OPTION...]=DEVICE,...``, one per resource (see ``add --help``).
+DRA devices: ``--dra DRIVER[:POOL[/SLICE]]=DEVICE,...``, one per ResourceSlice (see ``add --help``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from testkit.realnode.cluster import LocalCluster
 from testkit.realnode.devices import NodeDevices
+from testkit.realnode.dra import NodeDRA
 from testkit.realnode.errors import RealNodeError
 from testkit.realnode.node import (
     RealNode,
@@ -86,6 +88,16 @@ def _shape_options(parser: argparse.ArgumentParser) -> None:
         "example.com/gpu:preferred=0,1! (zone 1's GPU unhealthy), example.com/fpga=-",
     )
     devices.add_argument("--device", action="append", default=[], metavar="SPEC", help="a resource and its devices")
+    dra = parser.add_argument_group(
+        "DRA devices (published as ResourceSlices by the node's DRA driver)",
+        "--dra DRIVER[:POOL[/SLICE]]=DEVICE,DEVICE,... -- one ResourceSlice and its devices; repeatable.\n"
+        "POOL defaults to the node's name, SLICE to s0, s1... DEVICE: [NAME@]NUMA[&NUMA...][#PCIEROOT]\n"
+        "-- NUMA an int (resource.kubernetes.io/numaNode, -1 too), ATTRIBUTE=INT (dra.net/numaNode=1,\n"
+        "gpu.nvidia.com/numa=0) or - (none); PCIEROOT resource.kubernetes.io/pcieRoot; NAME defaults to\n"
+        "gpu-0, gpu-1... after the driver's first label. Examples: gpu.example.com=0,0,1,1,\n"
+        "nic.example.com:nics=dra.net/numaNode=0#pci0000:00,dra.net/numaNode=-1",
+    )
+    dra.add_argument("--dra", action="append", default=[], metavar="SPEC", help="a ResourceSlice and its devices")
     parser.add_argument("--timeout", type=float, default=90, help="seconds to wait for each node (default 90)")
 
 
@@ -111,6 +123,13 @@ def _devices(args: argparse.Namespace) -> NodeDevices | None:
     if getattr(args, "no_devices", False):
         return NodeDevices()
     return NodeDevices.parse(args.device) if args.device else None
+
+
+def _dra(args: argparse.Namespace) -> NodeDRA | None:
+    """The ``--dra`` specs (None: none given, keep what there is)."""
+    if getattr(args, "no_dra", False):
+        return NodeDRA()
+    return NodeDRA.parse(args.dra) if args.dra else None
 
 
 def _pairs(values: list[str]) -> dict[str, str]:
@@ -156,7 +175,7 @@ def _summary(node: RealNode) -> dict[str, Any]:
             if condition["type"] == "Ready":
                 ready = "Ready" if condition["status"] == "True" else "NotReady"
     s = node.settings
-    plugin = node.device_plugin
+    plugin, driver = node.device_plugin, node.dra_driver
     return {
         "name": node.name,
         "kubelet": "running" if node.kubelet_running() else "stopped",
@@ -167,13 +186,29 @@ def _summary(node: RealNode) -> dict[str, Any]:
         f"memory={s.memory_manager_policy} topology={s.topology_manager_policy}/{s.topology_manager_scope}",
         "devices": plugin.devices().specs(),
         "devicePlugin": "running" if plugin.running() else "stopped" if plugin.devices().resources else "none",
+        "dra": driver.devices().specs(),
+        "draDriver": "running" if driver.running() else "stopped" if driver.devices().slices else "none",
         "dir": str(node.layout.root),
     }
 
 
+def _print_list(rows: list[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
+        print(f"  {row['topology']}\n  {row['policies']}")
+        if row["devices"]:
+            print(f"  devices ({row['devicePlugin']} plugin): {' '.join(row['devices'])}")
+        if row["dra"]:
+            print(f"  DRA devices ({row['draDriver']} driver): {' '.join(row['dra'])}")
+
+
 def _shape(node: RealNode) -> str:
     devices = f"; devices {node.devices.describe()}" if node.devices.resources else ""
-    return node.topology.describe() + devices
+    dra = f"; DRA {node.dra.describe()}" if node.dra.slices else ""
+    return node.topology.describe() + devices + dra
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     reset.add_argument("name")
     reset.add_argument("--keep-pods", action="store_true", help="do not force-delete the node's pods first")
     reset.add_argument("--no-devices", action="store_true", help="drop the node's devices (and its device plugin)")
+    reset.add_argument("--no-dra", action="store_true", help="drop the node's DRA devices (and its DRA driver)")
     _shape_options(reset)
     remove = sub.add_parser("remove", help="stop nodes and delete everything they had")
     remove.add_argument("names", nargs="+")
@@ -208,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("add", "ensure"):
             names = args.names if args.command == "add" else [f"{args.prefix}{i}" for i in range(args.count)]
             existing = {n.name for n in list_nodes()} if args.command == "ensure" else set()
-            topology, settings, devices = _topology(args, None), _settings(args, None), _devices(args)
+            topology, settings, devices, dra = _topology(args, None), _settings(args, None), _devices(args), _dra(args)
             for name in names:
                 if name in existing:
                     node = get_node(name)
@@ -217,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                         reset_node(name, timeout=args.timeout)
                     continue
                 started = time.monotonic()
-                node = add_node(name, topology, settings, devices=devices, timeout=args.timeout)
+                node = add_node(name, topology, settings, devices=devices, dra=dra, timeout=args.timeout)
                 print(f"{name}: Ready in {time.monotonic() - started:.1f} s - {_shape(node)}")
         elif args.command == "reset":
             current = get_node(args.name)
@@ -227,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                 _topology(args, current.topology),
                 _settings(args, current.settings),
                 devices=_devices(args),
+                dra=_dra(args),
                 drain=not args.keep_pods,
                 timeout=args.timeout,
             )
@@ -236,14 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 remove_node(name)
                 print(f"{name}: removed")
         elif args.command == "list":
-            rows = [_summary(n) for n in list_nodes()]
-            if args.json:
-                print(json.dumps(rows, indent=2))
-            for row in [] if args.json else rows:
-                print(f"{row['name']}: {row['ready']}, kubelet {row['kubelet']}, IP {row['nodeIP']}")
-                print(f"  {row['topology']}\n  {row['policies']}")
-                if row["devices"]:
-                    print(f"  devices ({row['devicePlugin']} plugin): {' '.join(row['devices'])}")
+            _print_list([_summary(n) for n in list_nodes()], as_json=args.json)
         elif args.command == "usage":
             nodes = list_nodes()
             first = {n.name: n.usage() for n in nodes}

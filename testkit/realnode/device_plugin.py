@@ -23,26 +23,20 @@ plugin registers, relative to that directory.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from testkit.realnode import host
-from testkit.realnode.cluster import REPO, LocalCluster
 from testkit.realnode.devices import NodeDevices
 from testkit.realnode.errors import RealNodeError
-from testkit.realnode.layout import NodeLayout
-from testkit.realnode.topology import Topology
+from testkit.realnode.sidecar import STOP_GRACE, ClusterNode, NodeSidecar, wait_until
+from testkit.realnode.sidecar import PluginCall as PluginCall
+from testkit.realnode.sidecar import format_call as format_call
+from testkit.realnode.sidecar import parse_calls as parse_calls
 
 PLUGIN_CGROUP = "deviceplugin"
 KUBELET_SOCKET = "kubelet.sock"
@@ -59,83 +53,11 @@ ALLOCATE = "Allocate"
 PRE_START = "PreStartContainer"
 ERROR = "Error"
 
-_MESSAGE = "message"
-_STOP_GRACE = 10.0
-
-# Popen objects of the plugins this process started, reaped when they stop.
-_PROCESSES: dict[str, subprocess.Popen[bytes]] = {}
-
 
 def endpoint_name(resource: str) -> str:
     """The plugin's socket for ``resource`` in the device-plugins directory: short (unix socket
     paths are limited) and the same for a resource across restarts and changes."""
     return f"tsdp-{hashlib.sha1(resource.encode()).hexdigest()[:10]}.sock"
-
-
-def reap(node: str) -> None:
-    """Forget (and reap) the plugin process this process started for ``node``, once the node's
-    teardown has killed it."""
-    proc = _PROCESSES.pop(node, None)
-    if proc is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-
-
-@dataclass(frozen=True)
-class PluginCall:
-    """One line of the plugin's log: a call (or an event) with the resource and device ids."""
-
-    time: str
-    method: str
-    resource: str
-    ids: tuple[str, ...]
-    detail: Mapping[str, str]
-
-    @property
-    def generation(self) -> int:
-        """The devices' generation the plugin served when it logged this (0: not said)."""
-        return int(self.detail.get("generation", 0))
-
-
-def format_call(method: str, resource: str, ids: list[str] | tuple[str, ...], **detail: object) -> str:
-    """A log line: ``TIME METHOD RESOURCE IDS [KEY=VALUE...]``; ``-`` for no resource or no ids,
-    a ``message`` (free text) last."""
-    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-    message = detail.pop(_MESSAGE, None)
-    fields = [stamp, method, resource or "-", ",".join(ids) or "-"]
-    fields += [f"{key}={value}" for key, value in detail.items()]
-    if message is not None:
-        fields.append(f"{_MESSAGE}={' '.join(str(message).split())}")
-    return " ".join(fields)
-
-
-def parse_calls(text: str) -> list[PluginCall]:
-    """The calls and events of a plugin log (other lines, a traceback say, are skipped)."""
-    calls = []
-    for line in text.splitlines():
-        parts = line.split(" ", 4)
-        if len(parts) < 4 or not parts[0][:4].isdigit() or "T" not in parts[0]:
-            continue
-        stamp, method, resource, ids = parts[:4]
-        detail: dict[str, str] = {}
-        rest = parts[4] if len(parts) == 5 else ""
-        while rest:
-            if rest.startswith(f"{_MESSAGE}="):
-                detail[_MESSAGE] = rest.removeprefix(f"{_MESSAGE}=")
-                break
-            token, _, rest = rest.partition(" ")
-            key, _, value = token.partition("=")
-            detail[key] = value
-        calls.append(
-            PluginCall(
-                stamp,
-                method,
-                "" if resource == "-" else resource,
-                () if ids == "-" else tuple(ids.split(",")),
-                detail,
-            )
-        )
-    return calls
 
 
 def read_config(path: Path) -> tuple[int, NodeDevices]:
@@ -152,47 +74,21 @@ def write_config(path: Path, generation: int, devices: NodeDevices) -> None:
     partial.replace(path)
 
 
-class PluginNode(Protocol):
+class PluginNode(ClusterNode, Protocol):
     """What the device plugin needs of its node: a ``RealNode``, which holds its plugin in turn."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def layout(self) -> NodeLayout: ...
-
-    @property
-    def cluster(self) -> LocalCluster: ...
-
-    @property
-    def topology(self) -> Topology: ...
 
     @property
     def devices(self) -> NodeDevices: ...
 
-    def ensure_running(self) -> None: ...
-
-    def log_tail(self, which: str = "kubelet", lines: int = 40) -> str: ...
-
 
 @dataclass(frozen=True)
-class DevicePlugin:
+class DevicePlugin(NodeSidecar):
     """The device plugin of one real node (``RealNode.device_plugin``). Every wait is bounded and
     fails with the plugin's log tail and the kubelet's."""
 
+    CGROUP, CONFIG, LOG, TITLE = PLUGIN_CGROUP, "devices.json", "plugin.log", "device plugin"
+
     node: PluginNode
-
-    @property
-    def directory(self) -> Path:
-        return self.node.layout.root / PLUGIN_CGROUP
-
-    @property
-    def config_file(self) -> Path:
-        return self.directory / "devices.json"
-
-    @property
-    def log_file(self) -> Path:
-        return self.directory / "plugin.log"
 
     @property
     def socket_dir(self) -> Path:
@@ -211,75 +107,22 @@ class DevicePlugin:
     def generation(self) -> int:
         return read_config(self.config_file)[0] if self.config_file.is_file() else 0
 
-    def pids(self) -> set[int]:
-        proc = _PROCESSES.get(self.node.name)
-        if proc is not None and proc.poll() is not None:  # reap it: a zombie stays in its cgroup
-            _PROCESSES.pop(self.node.name, None)
-        return host.child_cgroup_pids(self.node.name, PLUGIN_CGROUP)
-
-    def running(self) -> bool:
-        return bool(self.pids())
-
-    def log_size(self) -> int:
-        """Where the log ends now: pass it as ``since`` to look at what comes after."""
-        return self.log_file.stat().st_size if self.log_file.is_file() else 0
-
-    def calls(self, method: str | None = None, *, since: int = 0) -> list[PluginCall]:
-        """The logged calls (of ``method`` only, when given), from byte ``since`` of the log on."""
-        if not self.log_file.is_file():
-            return []
-        with self.log_file.open("rb") as log:
-            log.seek(since)
-            found = parse_calls(log.read().decode(errors="replace"))
-        return [c for c in found if method is None or c.method == method]
-
-    def log_tail(self, lines: int = 30) -> str:
-        if not self.log_file.is_file():
-            return "(no plugin log)"
-        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-
     # -- control ---------------------------------------------------------------------------------
 
     def start(self, timeout: float = 60) -> None:
         """Start the plugin with :meth:`devices` and return once the kubelet has every resource's
         list and the Node shows them (capacity counts unhealthy devices, allocatable does not)."""
         self.node.ensure_running()
-        if self.running():
-            raise RealNodeError(f"the device plugin of {self.node.name} already runs (pids {sorted(self.pids())})")
-        devices = self.devices()
         if not self.config_file.is_file():
-            write_config(self.config_file, 1, devices)
+            write_config(self.config_file, 1, self.devices())
         since = self.log_size()
-        procs = host.create_child_cgroup(self.node.name, PLUGIN_CGROUP)
-        args = ["--config", str(self.config_file), "--socket-dir", str(self.socket_dir)]
-        with self.log_file.open("ab") as out:
-            _PROCESSES[self.node.name] = subprocess.Popen(
-                [sys.executable, "-m", "testkit.deviceplugin", *args],
-                cwd=REPO,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=host.joining(procs),
-                start_new_session=True,
-            )
+        self._spawn("testkit.deviceplugin", ["--config", str(self.config_file), "--socket-dir", str(self.socket_dir)])
         self.wait(timeout, since=since)
 
-    def stop(self, timeout: float = _STOP_GRACE) -> None:
+    def stop(self, timeout: float = STOP_GRACE) -> None:
         """SIGTERM (SIGKILL after ``timeout`` s) and wait until it is gone with its sockets; the
         kubelet then finds the resources' lists ended and marks their devices unhealthy."""
-        deadline = time.monotonic() + timeout
-        pids = self.pids()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        while self.pids() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        _wait_until(lambda: not self.pids(), 5, lambda: f"the device plugin of {self.node.name} to exit", self.tails)
-        reap(self.node.name)
+        self._terminate(timeout)
         for path in self.sockets().values():  # a killed plugin leaves its sockets behind
             path.unlink(missing_ok=True)
 
@@ -294,9 +137,7 @@ class DevicePlugin:
         if not self.running():
             raise RealNodeError(f"the device plugin of {self.node.name} does not run\n{self.tails()}")
         since = self.log_size()
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGUSR1)
+        self._signal(signal.SIGUSR1)
         self.wait(timeout, since=since)
 
     def update(self, devices: NodeDevices, timeout: float = 60) -> None:
@@ -311,9 +152,7 @@ class DevicePlugin:
         write_config(self.config_file, generation, devices)
         if not self.running():
             return
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGHUP)
+        self._signal(signal.SIGHUP)
         changed = {r.name for r in devices.resources if r not in old.resources}
         removed = set(old.names()) - set(devices.names())
         self.wait(timeout, since=since, resources=changed, generation=generation, removed=removed)
@@ -342,7 +181,7 @@ class DevicePlugin:
 
         def done() -> bool:
             if not self.running():
-                raise RealNodeError(f"the device plugin of {self.node.name} exited\n{self.tails()}")
+                raise self.exited()
             self.node.ensure_running()
             sent = {
                 c.resource
@@ -358,14 +197,7 @@ class DevicePlugin:
         def what() -> str:
             return f"node {self.node.name} to show its devices ({'; '.join(last)})"
 
-        _wait_until(done, timeout, what, self.tails)
-
-    def tails(self) -> str:
-        """The plugin's log tail and the kubelet's, for an error message."""
-        return (
-            f"--- {self.log_file.name} (tail) ---\n{self.log_tail()}\n"
-            f"--- kubelet.log (tail) ---\n{self.node.log_tail('kubelet', 20)}"
-        )
+        wait_until(done, timeout, what, self.tails)
 
 
 def _node_differences(node: PluginNode, expected: Mapping[str, tuple[int, int]], removed: Iterable[str]) -> list[str]:
@@ -384,11 +216,3 @@ def _node_differences(node: PluginNode, expected: Mapping[str, tuple[int, int]],
         if allocatable.get(name, "0") != "0":
             found.append(f"{name}: allocatable {allocatable[name]} after its removal, expected 0")
     return found
-
-
-def _wait_until(done: Callable[[], bool], within: float, what: Callable[[], str], tails: Callable[[], str]) -> None:
-    deadline = time.monotonic() + within
-    while not done():
-        if time.monotonic() > deadline:
-            raise RealNodeError(f"timed out after {within:.0f} s waiting for {what()}\n{tails()}")
-        time.sleep(0.5)  # the Node is read with kubectl: a process each time

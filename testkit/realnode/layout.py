@@ -5,8 +5,19 @@ The node and its device plugin both find their files here; it knows nothing of e
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def dra_registration_socket(kubelet_root: Path, driver: str) -> Path:
+    """A DRA driver's registration socket, where the kubelet's plugin watcher finds it."""
+    return kubelet_root / "plugins_registry" / f"{driver}-reg.sock"
+
+
+def dra_plugin_socket(kubelet_root: Path, driver: str) -> Path:
+    """A DRA driver's DRAPlugin socket (the place the kubelet's helper library gives it)."""
+    return kubelet_root / "plugins" / driver / "dra.sock"
 
 
 @dataclass(frozen=True)
@@ -80,13 +91,15 @@ class NodeLayout:
         """The kubelet's device-plugins directory (in the node's namespace: /var/lib/kubelet/device-plugins)."""
         return self.kubelet_root / "device-plugins"
 
-    def longest_socket(self) -> Path:
+    def longest_socket(self, dra_drivers: Iterable[str] = ()) -> Path:
+        """The longest unix socket path of the node (its DRA drivers' registration sockets too)."""
         return max(
             (
                 self.pod_resources_socket,
                 self.device_plugins / "kubelet.sock",
                 self.kubelet_root / "plugins_registry" / "csi.sock",
                 Path(str(self.containerd_socket) + ".ttrpc"),
+                *(dra_registration_socket(self.kubelet_root, driver) for driver in dra_drivers),
             ),
             key=lambda p: len(str(p)),
         )

@@ -9,13 +9,15 @@ node's last process; teardown therefore only has to kill the processes of the no
 delete what lives on disk or in the network stack. The node's state is all under
 ``.cluster/nodes/<name>/`` of the repo::
 
-    node.json            what the node was made with (topology, settings, devices, ports, bridge, subnet)
+    node.json            what the node was made with (topology, settings, devices, DRA devices, ports, bridge,
+                         subnet)
     node.sh              the launcher run in the private namespace (readable: how to run it by hand)
     kubelet.sh           the kubelet's command, which node.sh ends with (restart_kubelet runs it again)
     fakehost/            cpu/, node/, hugepages/ trees and meminfo, bind-mounted over the real ones
     pki/                 key, client certificate system:node:<name>, kubeconfig
     kubelet/             the kubelet's --root-dir (checkpoints, pod-resources/kubelet.sock, pods/,
-                         device-plugins/: the kubelet's kubelet.sock and the device plugin's sockets)
+                         device-plugins/: the kubelet's kubelet.sock and the device plugin's sockets,
+                         plugins_registry/ and plugins/: the DRA driver's sockets)
     kubelet.yaml         its KubeletConfiguration
     pod-logs/            podLogsDir (container logs: <ns>_<pod>_<uid>/<container>/0.log)
     containerd/          config.toml, root/, state/, runc/, containerd.sock
@@ -24,6 +26,7 @@ delete what lives on disk or in the network stack. The node's state is all under
     runc-wrapper(.log)   the runc containerd calls (cpuset projection, see runc_wrapper.py)
     logs/                launcher.log, containerd.log, kubelet.log
     deviceplugin/        the device plugin's devices.json and plugin.log (see device_plugin.py)
+    dra/                 the DRA driver's dra.json and driver.log (see dra_driver.py)
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from testkit.realnode import device_plugin, host
+from testkit.realnode import host, sidecar
 from testkit.realnode.cluster import LocalCluster, wait
 from testkit.realnode.device_plugin import DevicePlugin
 from testkit.realnode.devices import NodeDevices, is_extended_resource
+from testkit.realnode.dra import DRAError, NodeDRA
+from testkit.realnode.dra_driver import DRADriver, delete_slices
 from testkit.realnode.errors import KubeletDiedError, MissingToolError, RealNodeError
 from testkit.realnode.images import PAUSE_IMAGE, archives
 from testkit.realnode.layout import NodeLayout
@@ -130,6 +135,7 @@ class NodeRecord:
     topology: Topology
     settings: KubeletSettings
     devices: NodeDevices = field(default_factory=NodeDevices)
+    dra: NodeDRA = field(default_factory=NodeDRA)
 
     @property
     def bridge(self) -> str:
@@ -156,6 +162,7 @@ class NodeRecord:
                     "topology": self.topology.to_dict(),
                     "settings": self.settings.to_dict(),
                     **({"devices": self.devices.to_dict()} if self.devices.resources else {}),
+                    **({"dra": self.dra.to_dict()} if self.dra.slices else {}),
                 },
                 indent=2,
             )
@@ -173,6 +180,7 @@ class NodeRecord:
             topology=Topology.from_dict(data["topology"]),
             settings=KubeletSettings.from_dict(data["settings"]),
             devices=NodeDevices.from_dict(data.get("devices") or {}),
+            dra=NodeDRA.from_dict(data.get("dra") or {}),
         )
 
 
@@ -209,6 +217,17 @@ class RealNode:
     def device_plugin(self) -> DevicePlugin:
         """The node's device plugin: start, stop, restart, change devices mid-run, read its calls."""
         return DevicePlugin(self)
+
+    @property
+    def dra_driver(self) -> DRADriver:
+        """The node's DRA driver: start, stop, restart, change its slices mid-run, read its calls."""
+        return DRADriver(self)
+
+    @property
+    def dra(self) -> NodeDRA:
+        """The DRA devices the node was made (or last reset) with; ``dra_driver.devices()`` says
+        what its driver publishes now."""
+        return self.record.dra
 
     @property
     def pod_resources_socket(self) -> Path:
@@ -292,7 +311,9 @@ class RealNode:
         """Stop the kubelet and start it again on the same state, as a service restart does
         (containerd and the containers keep running). Returns once the node is Ready again and,
         when the device plugin runs, it has registered with the new kubelet and the Node shows
-        its devices (the kubelet removed the plugin's sockets when it started)."""
+        its devices (the kubelet removed the plugin's sockets when it started); when the DRA
+        driver runs, the new kubelet has registered it and its slices are back (the kubelet
+        deleted them when it started)."""
         _restart_kubelet(self, timeout)
 
 
@@ -341,13 +362,15 @@ def add_node(
     settings: KubeletSettings | None = None,
     *,
     devices: NodeDevices | None = None,
+    dra: NodeDRA | None = None,
     cluster: LocalCluster | None = None,
     timeout: float = 90,
 ) -> RealNode:
-    """Start a real kubelet node ``name`` with ``topology``, ``settings`` and ``devices`` in the
-    local cluster, and wait (bounded by ``timeout``) until it is Ready with the topology's
-    capacity; with devices, its device plugin starts then and the wait (bounded by ``timeout``
-    again) lasts until the Node shows them.
+    """Start a real kubelet node ``name`` with ``topology``, ``settings``, ``devices`` and ``dra``
+    devices in the local cluster, and wait (bounded by ``timeout``) until it is Ready with the
+    topology's capacity; with devices, its device plugin starts then and the wait (bounded by
+    ``timeout`` again) lasts until the Node shows them; with DRA devices, its DRA driver starts
+    last and the wait lasts until the kubelet registered it and its ResourceSlices are published.
 
     On any failure everything already started or created for the node is undone before the
     error propagates; a kubelet or containerd that exits is reported with the tail of its log.
@@ -356,6 +379,7 @@ def add_node(
     topology = topology or default_topology()
     settings = settings or KubeletSettings()
     devices = devices if devices is not None else NodeDevices()
+    dra = dra if dra is not None else NodeDRA()
     _check_name(name)
     settings.validate(topology)
     devices.validate(topology)
@@ -364,11 +388,6 @@ def add_node(
     cluster.require_up()
     cluster.grant_pod_status()
     layout = NodeLayout(cluster.nodes_dir / name)
-    if len(str(layout.longest_socket())) > _UNIX_PATH_MAX:
-        raise RealNodeError(
-            f"the repository path is too long for the node's unix sockets ({layout.longest_socket()} exceeds "
-            f"{_UNIX_PATH_MAX} bytes): use a checkout with a shorter path"
-        )
     images = archives()
     with _nodes_lock(cluster):
         if layout.root.exists():
@@ -383,6 +402,7 @@ def add_node(
             # A real node whose files are gone (its remover died half-way): its object is stale.
             cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         records = _records(cluster)
+        _check_dra(name, dra, topology, layout, records)
         used = {r.index for r in records}
         # Bridges and pod subnets are host-wide: skip those another checkout's cluster holds.
         # Each checkout starts its search elsewhere, so two clusters on one machine rarely even
@@ -402,7 +422,7 @@ def add_node(
         if index is None:
             raise RealNodeError(f"at most {MAX_NODES} real nodes")
         taken = {p for r in records for p in (r.kubelet_port, r.healthz_port)}
-        record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings, devices)
+        record = NodeRecord(name, index, _free_port(taken), _free_port(taken), topology, settings, devices, dra)
         overlapping = host.routes_overlapping(record.subnet)
         if overlapping:
             host.delete_bridge(record.bridge)
@@ -415,13 +435,40 @@ def add_node(
     try:
         _prepare(node, kubelet)
         _start(node, images, timeout)
-        if devices.resources:
-            node.device_plugin.start(timeout)
+        _start_beside(node, timeout)
     except BaseException:
         with contextlib.suppress(Exception):
             _teardown(node, delete_api_node=True)
         raise
     return node
+
+
+def _check_dra(name: str, dra: NodeDRA, topology: Topology, layout: NodeLayout, others: list[NodeRecord]) -> None:
+    """Raise unless node ``name`` can publish ``dra``: on its topology's NUMA nodes, with unix
+    socket paths short enough, in pools no other node publishes."""
+    dra.validate(topology)
+    longest = layout.longest_socket(dra.drivers())
+    if len(str(longest)) > _UNIX_PATH_MAX:
+        raise RealNodeError(
+            f"the repository path is too long for the node's unix sockets ({longest} exceeds "
+            f"{_UNIX_PATH_MAX} bytes): use a checkout with a shorter path (or shorter DRA driver names)"
+        )
+    # A device is known by (driver, pool, name) cluster-wide: no two nodes may publish one pool.
+    pools = {(s.driver, s.pool_name(name)) for s in dra.slices}
+    for other in others:
+        if other.name != name:
+            shared = pools & {(s.driver, s.pool_name(other.name)) for s in other.dra.slices}
+            if shared:
+                driver, pool = sorted(shared)[0]
+                raise DRAError(f"pool {pool} of {driver} is published by real node {other.name} already")
+
+
+def _start_beside(node: RealNode, timeout: float) -> None:
+    """Start the node's device plugin and then its DRA driver, each when it has something to serve."""
+    if node.devices.resources:
+        node.device_plugin.start(timeout)
+    if node.dra.slices:
+        node.dra_driver.start(timeout)
 
 
 def reset_node(
@@ -430,14 +477,14 @@ def reset_node(
     settings: KubeletSettings | None = None,
     *,
     devices: NodeDevices | None = None,
+    dra: NodeDRA | None = None,
     drain: bool = True,
     cluster: LocalCluster | None = None,
     timeout: float = 90,
 ) -> RealNode:
     """Restart node ``name`` from a clean kubelet and containerd state, optionally with a new
-    topology, settings and/or devices (None keeps those the node was made or last reset with;
-    changes made mid-run through ``device_plugin`` are dropped). The device plugin restarts
-    with the node, from a new log.
+    topology, settings, devices and/or DRA devices (None keeps those the node was made or last reset
+    with; changes made mid-run are dropped). Its device plugin and DRA driver restart, with new logs.
 
     A kubelet refuses to start when its CPU or memory manager checkpoint does not match the
     machine, so a topology change needs exactly this: every container is killed, the kubelet
@@ -451,8 +498,10 @@ def reset_node(
     topology = topology or old.topology
     settings = settings or old.settings
     devices = old.devices if devices is None else devices
+    dra = old.dra if dra is None else dra
     settings.validate(topology)
     devices.validate(topology)
+    _check_dra(name, dra, topology, old.layout, _records(cluster))
     require_host()
     kubelet = cluster.kubelet()
     cluster.require_up()
@@ -466,18 +515,17 @@ def reset_node(
         host.ensure_inotify_headroom(cluster.nodes_dir)
     layout = old.layout
     wiped = (layout.kubelet_root, layout.containerd, layout.cni, layout.fakehost, layout.host_dirs, layout.pki)
-    for path in (*wiped, old.device_plugin.directory):
+    for path in (*wiped, old.device_plugin.directory, old.dra_driver.directory):
         shutil.rmtree(path, ignore_errors=True)
     record = NodeRecord(
-        name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings, devices
+        name, old.record.index, old.record.kubelet_port, old.record.healthz_port, topology, settings, devices, dra
     )
     layout.record.write_text(record.to_json())
     node = RealNode(record, layout, cluster)
     try:
         _prepare(node, kubelet)
         _start(node, archives(), timeout)
-        if devices.resources:
-            node.device_plugin.start(timeout)
+        _start_beside(node, timeout)
     except BaseException:
         with contextlib.suppress(Exception):
             _stop(node)
@@ -792,6 +840,9 @@ def _write_launcher(
         f"--node-labels={NODE_LABEL}=true",
         # TOPOSCHED_KUBELET_V raises the log level to see why a pod was refused (4 logs hints).
         f"--v={os.environ.get('TOPOSCHED_KUBELET_V', '2')}",
+        # Its DRA plugin manager says when it deleted the node's ResourceSlices: the DRA driver's
+        # waits end only after that (see dra_driver.py).
+        "--vmodule=dra_plugin_manager=3",
     ]
     q = shlex.quote
     lines = [
@@ -957,8 +1008,8 @@ def _restart_kubelet(node: RealNode, timeout: float) -> None:
     if old is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             old.wait(5)
-    plugin = node.device_plugin
-    since = plugin.log_size()
+    plugin, driver = node.device_plugin, node.dra_driver
+    since, driver_since = plugin.log_size(), driver.log_size()
     started = time.time()
     args = ["nsenter", f"--mount=/proc/{containerd}/ns/mnt", "--", "/bin/sh", str(node.layout.kubelet_script)]
     # Into the daemons cgroup, where the first kubelet ran, so that teardown finds this one too.
@@ -966,6 +1017,8 @@ def _restart_kubelet(node: RealNode, timeout: float) -> None:
     _wait_ready(node, started, launch)
     if plugin.running():
         plugin.wait(launch.remaining(), since=since)
+    if driver.running():
+        driver.wait(launch.remaining(), since=driver_since)
 
 
 def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
@@ -976,7 +1029,7 @@ def _stop(node: RealNode, *, keep_bridge: bool = False) -> None:
     if proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-    device_plugin.reap(node.name)
+    sidecar.reap(node.name)
     host.remove_cgroups(node.name)
     if not keep_bridge:
         host.delete_bridge(node.record.bridge)
@@ -1019,12 +1072,13 @@ def _teardown(node: RealNode, *, delete_api_node: bool) -> None:
         with contextlib.suppress(Exception):
             _delete_pods_on(node.cluster, node.name)
             node.cluster.kubectl("delete", "node", node.name, "--ignore-not-found", "--wait=false", check=False)
+            delete_slices(node.cluster, node.name)
 
 
 def _teardown_unrecorded(name: str, layout: NodeLayout, cluster: LocalCluster) -> None:
     host.kill_cgroups(name)
     _LAUNCHERS.pop(name, None)
-    device_plugin.reap(name)
+    sidecar.reap(name)
     host.remove_cgroups(name)
     for mount in sorted(host.mounts_under(layout.root), key=len, reverse=True):
         subprocess.run(["umount", "--lazy", mount], capture_output=True)

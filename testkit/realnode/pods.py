@@ -18,6 +18,7 @@ def workload_pod(
     hugepages_2mi: str | None = None,
     hugepages_1gi: str | None = None,
     devices: Mapping[str, int] | None = None,
+    claims: Mapping[str, str] | None = None,
     containers: int = 1,
     command: list[str] | None = None,
     labels: dict[str, str] | None = None,
@@ -27,7 +28,9 @@ def workload_pod(
     ``node`` binds it directly (skipping the scheduler); ``cpu``/``memory``/hugepages and
     ``devices`` (extended resource -> count, served by the node's device plugin) become both
     requests and limits of every container, so with an integer ``cpu`` and a ``memory`` the pod is
-    Guaranteed and the static CPU manager gives each container exclusive CPUs.
+    Guaranteed and the static CPU manager gives each container exclusive CPUs. ``claims`` (the
+    pod's claim name -> a ResourceClaimTemplate's name) become the pod's resource claims, each
+    used by every container: the DRA devices its node's driver publishes.
     """
     resources: dict[str, str] = {}
     for key, value in (
@@ -44,12 +47,16 @@ def workload_pod(
         container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
     if command:
         container["command"] = command
+    if claims:
+        container.setdefault("resources", {})["claims"] = [{"name": claim} for claim in claims]
     spec: dict[str, Any] = {
         "containers": [{"name": "app" if containers == 1 else f"app{i}", **container} for i in range(containers)],
         "tolerations": [dict(NODE_TOLERATION)],
         "terminationGracePeriodSeconds": 1,
         "automountServiceAccountToken": False,
     }
+    if claims:
+        spec["resourceClaims"] = [{"name": c, "resourceClaimTemplateName": t} for c, t in claims.items()]
     if node:
         spec["nodeName"] = node
     return {

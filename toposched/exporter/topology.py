@@ -79,11 +79,23 @@ class Allocatable:
 
 
 @dataclass(frozen=True)
+class ClaimDevice:
+    """A DRA device one of the container's ResourceClaims holds (PodResources ``dynamic_resources``)."""
+
+    claim_namespace: str
+    claim_name: str
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True)
 class ContainerUse:
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()
     devices: tuple[DeviceSet, ...] = ()
     name: str = ""
+    claims: tuple[ClaimDevice, ...] = ()
 
 
 @dataclass(frozen=True)

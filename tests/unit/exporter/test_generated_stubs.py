@@ -6,8 +6,13 @@ import pytest
 
 from testkit.paths import REPO
 
-# What hack/gen-proto.sh generates: the exporter's PodResources client, the test kit's device plugin.
-GENERATED = [Path("toposched/exporter/podresources/_generated"), Path("testkit/deviceplugin/_generated")]
+# What hack/gen-proto.sh generates: the exporter's PodResources client, the test kit's device plugin
+# and its DRA driver.
+GENERATED = [
+    Path("toposched/exporter/podresources/_generated"),
+    Path("testkit/deviceplugin/_generated"),
+    Path("testkit/dra/_generated"),
+]
 
 
 @pytest.mark.timeout(60)
@@ -19,6 +24,9 @@ def test_committed_stubs_match_the_proto(generated: Path, tmp_path: Path) -> Non
         cwd=REPO,
         env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
     )
-    for name in ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py"):
-        fresh = tmp_path / generated / name
-        assert fresh.read_text() == (REPO / generated / name).read_text(), f"{name} is stale: run hack/gen-proto.sh"
+    protos = sorted((REPO / generated).glob("*.proto"))
+    assert protos, f"no .proto in {generated}"
+    for proto in protos:
+        for name in (f"{proto.stem}_pb2.py", f"{proto.stem}_pb2.pyi", f"{proto.stem}_pb2_grpc.py"):
+            fresh = tmp_path / generated / name
+            assert fresh.read_text() == (REPO / generated / name).read_text(), f"{name} is stale: run hack/gen-proto.sh"

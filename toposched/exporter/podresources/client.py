@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from toposched.exporter.podresources._generated import api_pb2, api_pb2_grpc
-from toposched.exporter.topology import Allocatable, ContainerUse, DeviceSet, MemoryBlock, PodUse
+from toposched.exporter.topology import Allocatable, ClaimDevice, ContainerUse, DeviceSet, MemoryBlock, PodUse
 
 MAX_MESSAGE = 16 * 2**20
 
@@ -42,6 +42,14 @@ def _devices(devices: Any) -> tuple[DeviceSet, ...]:
     )
 
 
+def _claims(dynamic: Any) -> tuple[ClaimDevice, ...]:
+    return tuple(
+        ClaimDevice(d.claim_namespace, d.claim_name, r.driver_name, r.pool_name, r.device_name)
+        for d in dynamic
+        for r in d.claim_resources
+    )
+
+
 def to_allocatable(response: api_pb2.AllocatableResourcesResponse) -> Allocatable:
     return Allocatable(
         cpu_ids=tuple(sorted(response.cpu_ids)),
@@ -61,6 +69,7 @@ def to_pods(response: api_pb2.ListPodResourcesResponse) -> list[PodUse]:
                     memory=_memory(c.memory),
                     devices=_devices(c.devices),
                     name=c.name,
+                    claims=_claims(c.dynamic_resources),
                 )
                 for c in p.containers
             ),

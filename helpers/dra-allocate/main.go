@@ -9,7 +9,12 @@
 //
 //	{"op": "put", "kind": "ResourceSlice" | "DeviceClass" | "ResourceClaim", "object": {...}}
 //	{"op": "delete", "kind": "...", "name": "<name or namespace/name>"}
-//	{"op": "allocate", "id": 1, "claims": [...], "nodes": [...], "assumed": [...], "timeoutMillis": 1000}
+//	{"op": "allocate", "id": 1, "claims": [...], "nodeNames": ["n1", ...], "nodes": [...],
+//	 "assumed": [{"driver": ..., "pool": ..., "device": ...}], "timeoutMillis": 1000, "full": false}
+//
+// Nodes are named ("nodeNames"), or sent whole ("nodes") where their labels select slices. The
+// answer maps each node to the devices picked ([claim index, request, driver, pool, device]),
+// "unsuitable" or an "error", with the whole allocation results when "full" is asked.
 //
 // A line it cannot read is answered with {"error": "..."} and skipped: one bad object never stops
 // the others.

@@ -16,6 +16,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
@@ -31,6 +32,7 @@ type request struct {
 	Object        json.RawMessage   `json:"object"`
 	Claims        []json.RawMessage `json:"claims"`
 	Nodes         []json.RawMessage `json:"nodes"`
+	NodeNames     []string          `json:"nodeNames"`
 	Assumed       []assumed         `json:"assumed"`
 	TimeoutMillis int64             `json:"timeoutMillis"`
 	Full          bool              `json:"full"`
@@ -162,7 +164,7 @@ func (s *state) remove(kind, name string) error {
 }
 
 // allocate builds one allocator for the pod's claims, as the plugin's PreFilter does, and asks it
-// about each node, as its Filter does.
+// about each node, as its Filter does (answers kept from earlier requests stand where valid).
 func (s *state) allocate(r request) *answer {
 	claims := make([]*resourceapi.ResourceClaim, 0, len(r.Claims))
 	for i, raw := range r.Claims {
@@ -172,79 +174,91 @@ func (s *state) allocate(r request) *answer {
 		}
 		claims = append(claims, claim)
 	}
-	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 10 * time.Second // the scheduler's DRASchedulerFilterTimeout
-	}
 	shape := fingerprint(claims, r.Full)
 	assumedOn := s.kept.byNode(r.Assumed)
-	nodes := make([]*v1.Node, len(r.Nodes))
-	answers := make([]nodeAnswer, len(r.Nodes))
-	for i, raw := range r.Nodes {
-		node := new(v1.Node)
-		if err := json.Unmarshal(raw, node); err != nil || node.Name == "" {
+	nodes := readNodes(r)
+	answers := make([]nodeAnswer, len(nodes))
+	var todo []int
+	for i, n := range nodes {
+		switch found, ok := s.kept.get(shape, n.name, assumedOn[n.name]+"\x00"+n.sent); {
+		case n.node == nil:
 			answers[i] = nodeAnswer{Error: "not a node"}
-			continue
-		}
-		// The node's labels can select slices: the node as sent is part of what an answer is kept for.
-		if found, ok := s.kept.get(shape, node.Name, assumedOn[node.Name]+"\x00"+string(raw)); ok {
+		case ok:
 			answers[i] = found
-			continue
+		default:
+			todo = append(todo, i)
 		}
-		nodes[i] = node
 	}
-	allocator, err := s.allocator(nodes, r.Assumed)
-	if err != nil {
-		return &answer{ID: r.ID, Error: err.Error()}
+	if len(todo) > 0 {
+		allocator, err := s.allocator(r.Assumed)
+		if err != nil {
+			return &answer{ID: r.ID, Error: err.Error()}
+		}
+		timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
+		if timeout <= 0 {
+			timeout = 10 * time.Second // the scheduler's DRASchedulerFilterTimeout
+		}
+		parallel(len(todo), func(k int) {
+			answers[todo[k]] = s.allocateOn(allocator, nodes[todo[k]].node, claims, timeout, r.Full)
+		})
+		for _, i := range todo {
+			s.kept.keep(shape, nodes[i].name, assumedOn[nodes[i].name]+"\x00"+nodes[i].sent, answers[i])
+		}
 	}
-	// Allocate is safe for concurrent use: the scheduler's Filter calls it for many nodes at once.
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(runtime.GOMAXPROCS(0), len(nodes)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(nodes); i = int(next.Add(1) - 1) {
-				if nodes[i] != nil {
-					answers[i] = s.allocateOn(allocator, nodes[i], claims, timeout, r.Full)
-				}
-			}
-		}()
-	}
-	wg.Wait()
 	out := answer{ID: r.ID, Nodes: make(map[string]nodeAnswer, len(nodes))}
-	for i, raw := range r.Nodes {
-		name := nodeName(raw, i)
-		if nodes[i] != nil {
-			s.kept.keep(shape, name, assumedOn[name]+"\x00"+string(raw), answers[i])
-		}
-		out.Nodes[name] = answers[i]
+	for i, n := range nodes {
+		out.Nodes[n.name] = answers[i]
 	}
 	return &out
 }
 
-// allocator builds the allocator the plugin's PreFilter builds, when some node needs it.
-func (s *state) allocator(nodes []*v1.Node, extra []assumed) (structured.Allocator, error) {
-	if !slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n != nil }) {
-		return nil, nil
+// nodeRef is a node a request asks about: by name alone ("nodeNames") or as an object ("nodes",
+// whose labels can select slices: the node as sent is part of what its answer is kept for).
+type nodeRef struct {
+	name, sent string
+	node       *v1.Node // nil: not a node
+}
+
+func readNodes(r request) []nodeRef {
+	refs := make([]nodeRef, 0, len(r.NodeNames)+len(r.Nodes))
+	for _, name := range r.NodeNames {
+		refs = append(refs, nodeRef{name: name, node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}})
 	}
+	for i, raw := range r.Nodes {
+		node := new(v1.Node)
+		if err := json.Unmarshal(raw, node); err != nil || node.Name == "" {
+			refs = append(refs, nodeRef{name: fmt.Sprintf("#%d", i)})
+			continue
+		}
+		refs = append(refs, nodeRef{name: node.Name, sent: string(raw), node: node})
+	}
+	return refs
+}
+
+// parallel runs work(0..n-1) on every core: the scheduler's Filter allocates on many nodes at once
+// too (Allocate is safe for concurrent use).
+func parallel(n int, work func(int)) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				work(k)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// allocator builds the allocator the plugin's PreFilter builds.
+func (s *state) allocator(extra []assumed) (structured.Allocator, error) {
 	sliceList := make([]*resourceapi.ResourceSlice, 0, len(s.slices))
 	for _, name := range sortedKeys(s.slices) {
 		sliceList = append(sliceList, s.slices[name])
 	}
 	return structured.NewAllocator(context.Background(), s.features, s.allocatedState(extra), classLister(s.classes), sliceList, s.celCache)
-}
-
-func nodeName(raw json.RawMessage, i int) string {
-	var node struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(raw, &node) != nil || node.Metadata.Name == "" {
-		return fmt.Sprintf("#%d", i)
-	}
-	return node.Metadata.Name
 }
 
 func (s *state) allocateOn(allocator structured.Allocator, node *v1.Node, claims []*resourceapi.ResourceClaim, timeout time.Duration, full bool) nodeAnswer {

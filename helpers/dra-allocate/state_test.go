@@ -186,3 +186,14 @@ func TestAnswersAreKeptWhileTheNodeDoesNotChange(t *testing.T) {
 		}
 	}
 }
+
+func TestNodesByNameAlone(t *testing.T) {
+	answers := run(t, "",
+		put("DeviceClass", class),
+		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0")),
+		map[string]any{"op": "allocate", "id": 1, "claims": []any{claim(1)}, "nodeNames": []string{"n1", "n2"}},
+	)
+	if got := picked(answers[0].Nodes["n1"]) + " " + picked(answers[0].Nodes["n2"]); got != `p1/gpu-0 unsuitable=true error=""` {
+		t.Fatalf("got %s", got)
+	}
+}

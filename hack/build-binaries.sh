@@ -24,7 +24,7 @@ k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 # toposched-<name>; rebuilt whenever their sources change (a stamp beside each holds their hash).
 helpers=(dra-allocate)
 all=("${k8s_cmds[@]}" etcd kwok kwokctl helm "${helpers[@]/#/toposched-}")
-repo=$(cd "$here/.." && pwd)
+repo=$(cd -P "$here/.." && pwd)  # -P: a checkout may link to this hack/ (the chaos run's own plane)
 sources=$(cd "$repo/helpers" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' |
   LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 

@@ -248,6 +248,10 @@ class Faults:
 
     async def watch_expired(self, fault: Fault, recovery: Recovery) -> None:
         before = (await self.custom.list_cluster_custom_object(*NRTS, limit=1))["metadata"]["resourceVersion"]
+        # One write after it, so that the compaction passes it: in a quiet moment nothing else may
+        # have been written, and a watch from the compacted revision itself is not expired.
+        marker = {"metadata": {"generateName": "chaos-watch-expired-"}, "data": {"before": before}}
+        await self.core.create_namespaced_config_map("default", marker)
         await self._outage(recovery, compact=True)
         expired = await self._expired(before)
         recovery.detail += f"; a watch from before {'expired (410 Gone)' if expired else 'did NOT expire'}"

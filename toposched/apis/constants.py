@@ -87,6 +87,9 @@ PREFER_CLOSEST_NUMA_NODES: Final = "prefer-closest-numa-nodes"
 # Set by the extender on the pods it binds: the NUMA zones the kubelet was predicted to use,
 # e.g. ``["node-1"]``.
 NUMA_ZONES_ANNOTATION: Final = "toposched.io/numa-zones"
+# Whether a pod's DRA devices must lie on the NUMA zones of its pinned CPUs: strict, prefer or off
+# (the cluster's default: strict on nodes under single-numa-node or restricted, prefer elsewhere).
+DRA_ALIGNMENT_ANNOTATION: Final = "toposched.io/dra-alignment"
 # The scheduling gate that holds an AppGroup's pods until their turn in the topology order.
 ORDER_GATE: Final = "toposched.io/topology-order"
 

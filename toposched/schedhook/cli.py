@@ -59,6 +59,7 @@ async def _serve(settings: SchedhookSettings) -> None:
                 await r.cleanup()
             feeding.cancel()
             await asyncio.gather(feeding, return_exceptions=True)
+            await coordinator.devices.close()
 
 
 async def _extender_listener(settings: SchedhookSettings, coordinator: "Coordinator") -> "web.AppRunner":

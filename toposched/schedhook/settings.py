@@ -157,6 +157,34 @@ class SchedhookSettings(Settings):
             help="seconds an NRT may leave out a pod bound to its node before the node counts as blind",
         ),
     ] = 30.0
+    dra_alignment: Annotated[
+        str,
+        Setting(
+            "--dra-alignment",
+            env="TOPOSCHED_DRA_ALIGNMENT",
+            choices=("auto", "strict", "prefer", "off"),
+            help="DRA devices off the NUMA zones of a pod's pinned CPUs: fail the node (strict), score it lowest "
+            "(prefer), or ignore it (off); auto: strict under single-numa-node or restricted, else prefer. "
+            "A pod's toposched.io/dra-alignment annotation overrides it",
+        ),
+    ] = "auto"
+    dra_allocator: Annotated[
+        str,
+        Setting(
+            "--dra-allocator",
+            env="TOPOSCHED_DRA_ALLOCATOR",
+            shown="toposched-dra-allocate on PATH",
+            help="the DRA allocator helper: kube-scheduler's allocator, which predicts its device picks",
+        ),
+    ] = ""
+    dra_timeout: Annotated[
+        float,
+        Setting(
+            "--dra-timeout",
+            env="TOPOSCHED_DRA_TIMEOUT",
+            help="the most seconds the allocator may search a node's devices; past it the node's pick is unknown",
+        ),
+    ] = 2.0
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:

@@ -105,9 +105,13 @@ class Binder:
             logger.warning(error)
             if refused:  # not bound: nothing to hold. Unanswered, it may be bound: the reservation
                 # stays until the watch shows the pod or it times out, never double-booking its zones.
-                self.view.ledger.release(bind.uid)
-                self.view.not_bound(bind.namespace, bind.name)
+                self.abandon(bind)
         return error
+
+    def abandon(self, bind: Bind) -> None:
+        """The pod is not bound: what its reservation held is free again."""
+        self.view.ledger.release(bind.uid)
+        self.view.not_bound(bind.namespace, bind.name)
 
     async def _evaluate_bound(self, namespace: str, name: str, node: str) -> Filtered | None:
         if self.api is None:

@@ -16,9 +16,11 @@ from typing import Any, Self
 
 from toposched.apis.constants import WEIGHT_NETPERF
 from toposched.kube import rest
+from toposched.schedhook.extender.allocatorproc import AllocatorProcess
 from toposched.schedhook.extender.binding import Binder
 from toposched.schedhook.extender.bindwait import BindWait
 from toposched.schedhook.extender.clusterview import ClusterView
+from toposched.schedhook.extender.devices import Devices
 from toposched.schedhook.extender.eventsink import EventSink
 from toposched.schedhook.extender.filtered import FilterMemory
 from toposched.schedhook.extender.knowledge import Knowledge
@@ -39,6 +41,10 @@ class ExtenderConfig:
     reservation_timeout: float = 60.0
     nrt_grace: float = 600.0
     stale_after: float = 30.0
+    dra_alignment: str = "auto"
+    dra_allocator: str = ""
+    """The allocator helper's path ("": found on PATH)."""
+    dra_timeout: float = 2.0
 
     @classmethod
     def of(cls, settings: SchedhookSettings) -> Self:
@@ -49,6 +55,9 @@ class ExtenderConfig:
             reservation_timeout=settings.reservation_timeout,
             nrt_grace=settings.nrt_grace,
             stale_after=settings.stale_after,
+            dra_alignment=settings.dra_alignment,
+            dra_allocator=settings.dra_allocator,
+            dra_timeout=settings.dra_timeout,
         )
 
 
@@ -61,6 +70,8 @@ class Coordinator:
         self.filtered = FilterMemory()
         self.bind_wait = BindWait(self.config.bind_wait)
         self.binder = Binder(self.view, self.filtered, api, self.evaluate)
+        allocator = AllocatorProcess([self.config.dra_allocator] if self.config.dra_allocator else None)
+        self.devices = Devices(store, api, self.events, self.config.dra_alignment, allocator, self.config.dra_timeout)
 
     def ready(self) -> bool:
         """Every kind has been listed once: a partial cache would misplace pods."""
@@ -75,7 +86,10 @@ class Coordinator:
         """Evaluate ``pod`` on ``names`` once the binds of pods answered before have arrived."""
         uid = pod_uid(pod)
         await self.bind_wait.earlier_binds(uid)
-        results = self.evaluate(pod, names)
+        snapshot = self.view.snapshot(exclude=uid)
+        results = evaluate(pod, names, snapshot, self.config.placement)
+        await self.devices.align(pod, uid, results, snapshot.nrts)
+        self.filtered.keep(uid, results)
         self.events.rejected(self.view.take_rejected())
         if results.pod_error is None and results.fitting():
             self.bind_wait.answered(uid)
@@ -96,6 +110,10 @@ class Coordinator:
         self.bind_wait.bound(uid)
         bind = await self.binder.reserve(namespace, name, uid, node)
         self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
+        refused = await self.devices.check_bind(uid, name, node)
+        if refused:
+            self.binder.abandon(bind)
+            return refused
         return await self.binder.post(bind)
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:

@@ -28,6 +28,14 @@ class EventSink:
                 body, "InvalidObject", f"{body.get('kind') or 'object'} ignored by the scheduler extender: {reason}"
             )
 
+    def pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        """A Warning on a pod (known by name and uid, not by a body of its own)."""
+        self._post(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace, "name": name, "uid": uid}},
+            reason,
+            message,
+        )
+
     def _post(self, body: dict[str, Any], reason: str, message: str) -> None:
         if self.api is None:
             return

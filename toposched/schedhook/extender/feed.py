@@ -1,22 +1,30 @@
 """What keeps the extender's object store current: list-then-watch of the objects placement reads."""
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import aiohttp
+import orjson
 
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.apis.resourceslice import RESOURCE_GROUP, RESOURCE_VERSION
 from toposched.kube import rest
 from toposched.kube.watch import follow
-from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore
+
+logger = logging.getLogger(__name__)
 
 Lister = Callable[..., Awaitable[Any]]
 
 
 async def feed(store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = lambda: None) -> None:
-    """Follow nodes, bound pods, NRTs, AppGroups and NetworkTopologies into ``store`` until cancelled;
-    ``synced`` runs once every kind has been listed, before the store says it is synced."""
+    """Follow nodes, bound pods, NRTs, AppGroups, NetworkTopologies and, where the cluster serves
+    them, DRA's slices, device classes and claims into ``store`` until cancelled; ``synced`` runs
+    once every kind but DRA's has been listed, before the store says it is synced."""
     sources: dict[str, Lister] = {
         "nodes": api.lister(rest.path("", "v1", "nodes")),
         "pods": api.lister(rest.path("", "v1", "pods")),
@@ -27,6 +35,9 @@ async def feed(store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = 
         ("networktopologies", NetworkTopology),
     ):
         sources[kind] = api.lister(rest.path(model.GROUP, model.VERSION, model.PLURAL))
+    if await serves_dra(api):
+        for kind in DRA_KINDS:
+            sources[kind] = api.lister(rest.path(RESOURCE_GROUP, RESOURCE_VERSION, kind))
     tasks = [asyncio.create_task(_follow(store, kind, lister, synced)) for kind, lister in sources.items()]
     try:
         await asyncio.gather(*tasks)
@@ -50,3 +61,16 @@ async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callabl
         await follow(lister, listed, changed, kind, field_selector="spec.nodeName!=")
     else:
         await follow(lister, listed, changed, kind)
+
+
+async def serves_dra(api: rest.Kube) -> bool:
+    """Does the cluster serve resource.k8s.io/v1? Asked once: a cluster gains it only by an upgrade,
+    which restarts the apiserver and, with it, nothing of ours; without it no pod has claims."""
+    try:
+        await api.get(f"/apis/{RESOURCE_GROUP}/{RESOURCE_VERSION}")
+    except rest.ApiError as exc:
+        logger.info("%s/%s not served (%s): DRA devices not followed", RESOURCE_GROUP, RESOURCE_VERSION, exc.status)
+        return False
+    except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
+        logger.warning("cannot ask whether %s is served (%s); following it", RESOURCE_GROUP, exc)
+    return True

@@ -17,7 +17,9 @@ from toposched.schedhook.placement.model import Placed, Pod
 from toposched.schedhook.placement.parse import placed_pod, pod_from_spec
 
 logger = logging.getLogger(__name__)
-KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods")
+DRA_KINDS = ("resourceslices", "deviceclasses", "resourceclaims")
+"""Followed where the cluster serves resource.k8s.io; never waited for (``mark_synced``)."""
+KINDS = ("nodes", "nrts", "appgroups", "networktopologies", "pods", *DRA_KINDS)
 
 
 def store_key(namespace: str, name: str) -> str:
@@ -183,7 +185,10 @@ class ObjectStore:
     def mark_synced(self, kind: str) -> bool:
         """The first list of ``kind`` is in; True once every kind's is."""
         self._synced_kinds.add(kind)
-        return len(self._synced_kinds) == len(self.objects)
+        return self._synced_kinds.issuperset(k for k in self.objects if k not in DRA_KINDS)
+
+    def has_listed(self, kind: str) -> bool:
+        return kind in self._synced_kinds
 
     def node(self, name: str) -> dict[str, Any] | None:
         return self.objects["nodes"].get(store_key("", name))

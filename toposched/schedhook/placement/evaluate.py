@@ -16,6 +16,7 @@ from toposched.apis.constants import NRT_ZONE_PREFIX, NUMA_TOPOLOGY_SPEC_ANNOTAT
 from toposched.apis.kubelet import SINGLE_NUMA_NODE, STATIC_CPU, STATIC_MEMORY
 from toposched.apis.quantity import parse_quantity
 from toposched.schedhook.placement.columnar import NodeTable, eligible_pod
+from toposched.schedhook.placement.dra import Alignment
 from toposched.schedhook.placement.kubelet.admission import predict
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.kubelet.hints import Ints
@@ -63,9 +64,11 @@ class NodeResult:
     numa_zones: list[str] = field(default_factory=list)
     scores: dict[str, int] = field(default_factory=dict)
     score: int = 0
+    devices: Alignment | None = None
+    """How the DRA devices predicted here lie against the pod's pinned CPUs (None: no claims judged)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "node": self.node,
             "fit": self.fit,
             "reason": self.reason,
@@ -73,6 +76,9 @@ class NodeResult:
             "scores": self.scores,
             "score": self.score,
         }
+        if self.devices is not None:
+            found["devices"] = {"verdict": self.devices.verdict, "reason": self.devices.reason}
+        return found
 
 
 def _edges(appgroup: AppGroup) -> list[Edge]:
@@ -119,6 +125,8 @@ class Results:
         """Predicted NUMA ids of nodes answered one by one."""
         self.pod_error: str | None = None
         """Why the pod itself cannot be placed anywhere (it fails every node with this reason)."""
+        self.devices: dict[int, Alignment] = {}
+        """How the DRA devices predicted on a node lie against the pod's CPUs (nodes judged)."""
         self._fitting: tuple[str, ...] | None = None
         self._names: npt.NDArray[np.object_] | None = None
         self._position: dict[str, int] | None = None
@@ -139,6 +147,10 @@ class Results:
         self.fit[which] = False
         self.reason[which] = ids[of]
         self._fitting = None
+
+    def fail_all(self, reason: str) -> None:
+        count = len(self.names)
+        self.fail_many(np.arange(count, dtype=np.int64), [reason], np.zeros(count, dtype=np.int64))
 
     def reason_of(self, i: int) -> str:
         code = int(self.reason[i])
@@ -209,6 +221,7 @@ class Results:
             numa_zones=self.zones(i),
             scores=scores,
             score=int(self.score[i]),
+            devices=self.devices.get(i),
         )
 
     def all(self) -> list[NodeResult]:
@@ -235,13 +248,13 @@ def evaluate(
     except ValueError as exc:  # every node fails for the same reason, and the caller is told
         results = Results(candidates, table, rows, Pod(()))
         results.pod_error = f"invalid pod: {exc}"
-        results.fail_many(*_everyone(candidates, results.pod_error))
+        results.fail_all(results.pod_error)
         return results
     results = Results(candidates, table, rows, pod, meta)
     try:
         pod_policy = parse_annotation(meta.annotations.get(NUMA_TOPOLOGY_SPEC_ANNOTATION))
     except PolicyError as exc:
-        results.fail_many(*_everyone(candidates, f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}"))
+        results.fail_all(f"invalid {NUMA_TOPOLOGY_SPEC_ANNOTATION}: {exc}")
         return results
     _invalid_nodes(results, snapshot)
     _blind_nodes(pod, results, snapshot)
@@ -266,10 +279,6 @@ def evaluate(
         weights[i] += config.network_weight
     results.score = np.where(weights > 0, weighted // np.maximum(weights, 1), 0)
     return results
-
-
-def _everyone(candidates: Sequence[str], reason: str) -> tuple[Ints, list[str], Ints]:
-    return np.arange(len(candidates), dtype=np.int64), [reason], np.zeros(len(candidates), dtype=np.int64)
 
 
 def _invalid_nodes(results: Results, snapshot: Snapshot) -> None:

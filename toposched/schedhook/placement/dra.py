@@ -1,0 +1,214 @@
+"""DRA devices beside the kubelet's pinned CPUs. Pure.
+
+kube-scheduler's allocator picks a pod's DRA devices (first fit, in a fixed order); the kubelet
+pins its CPUs without looking at them. This module says which ResourceClaims a pod asks for,
+where each device picked lies (``DeviceZones``, from the ResourceSlices), and whether the picks
+lie on the NUMA zones predicted for the pod's pinned CPUs (``judge``), in the words the filter,
+the bind and ``toposched explain`` all use. A device whose zone is not known is *unknown*, never
+aligned.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from toposched.apis.kubelet import RESTRICTED, SINGLE_NUMA_NODE, STATIC_CPU
+from toposched.apis.resourceslice import DeviceAttribute, DeviceNuma, device_numa
+from toposched.schedhook.placement.kubelet.claims import guaranteed_cpus
+from toposched.schedhook.placement.model import NodeTopology, Pod
+
+STRICT: Final = "strict"
+"""A node whose picked devices lie off the CPUs' zones fails the pod."""
+PREFER: Final = "prefer"
+"""Such a node passes with the lowest score."""
+OFF: Final = "off"
+AUTO: Final = "auto"
+"""The cluster default: strict on nodes under single-numa-node or restricted, prefer elsewhere."""
+MODES: Final = (STRICT, PREFER, OFF)
+
+ALIGNED: Final = "aligned"
+MISALIGNED: Final = "misaligned"
+UNKNOWN: Final = "unknown"
+UNPINNED: Final = "unpinned"
+"""The pod holds no pinned CPUs: its CPUs may run on every zone, nothing to align with."""
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """One entry of ``spec.resourceClaims``: the claim object it names, once it exists."""
+
+    name: str
+    """The pod's name for it."""
+    claim: str | None
+    """The ResourceClaim's name (None: made from a template and not created yet)."""
+
+
+def pod_claims(pod: Mapping[str, Any]) -> list[ClaimRef]:
+    """The pod's ResourceClaims in spec order (the allocator's order): named ones directly, those
+    from a template by the name the resourceclaim controller recorded in the pod's status."""
+    spec = pod.get("spec") or {}
+    made = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+        if isinstance(s, dict)
+    }
+    refs = []
+    for entry in spec.get("resourceClaims") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        name = entry["name"]
+        claim = entry.get("resourceClaimName") or made.get(name)
+        refs.append(ClaimRef(name, claim if isinstance(claim, str) and claim else None))
+    return refs
+
+
+def mode_of(annotation: str | None, default: str, node_policy: str) -> str:
+    """The alignment a node applies to a pod: the pod's annotation, else the cluster's default
+    (``auto`` resolved by the node's Topology Manager policy). The annotation is checked by
+    ``check_mode`` first."""
+    chosen = annotation or default
+    if chosen == AUTO:
+        return STRICT if node_policy in (SINGLE_NUMA_NODE, RESTRICTED) else PREFER
+    return chosen
+
+
+def check_mode(annotation: str | None) -> str | None:
+    """Why the pod's alignment annotation is not one we take, else None."""
+    if annotation is None or annotation in MODES:
+        return None
+    return f"{annotation!r} is not one of {', '.join(MODES)}"
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A device the allocator picks for one request of one claim."""
+
+    claim: str
+    """namespace/name of the ResourceClaim."""
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.driver, self.pool, self.device
+
+
+class DeviceZones:
+    """Where every published device is, slice by slice (a slice's devices are read when it changes)."""
+
+    def __init__(self) -> None:
+        self._by_slice: dict[str, dict[tuple[str, str, str], DeviceNuma]] = {}
+        self._where: dict[tuple[str, str, str], DeviceNuma] | None = {}
+
+    def put(self, key: str, slice_: Mapping[str, Any]) -> None:
+        self._by_slice[key] = slice_devices(slice_)
+        self._where = None
+
+    def delete(self, key: str) -> None:
+        if self._by_slice.pop(key, None) is not None:
+            self._where = None
+
+    def clear(self) -> None:
+        self._by_slice, self._where = {}, {}
+
+    def of(self, driver: str, pool: str, device: str) -> DeviceNuma | None:
+        """The device's zones; None when no slice publishes it."""
+        if self._where is None:
+            self._where = {k: v for devices in self._by_slice.values() for k, v in devices.items()}
+        return self._where.get((driver, pool, device))
+
+
+def slice_devices(slice_: Mapping[str, Any]) -> dict[tuple[str, str, str], DeviceNuma]:
+    """Each device of a ResourceSlice (as the apiserver sent it) and its zones. A device whose
+    attributes cannot be read is unknown, with why; the others are kept."""
+    spec = slice_.get("spec") or {}
+    driver = str(spec.get("driver") or "")
+    pool = str((spec.get("pool") or {}).get("name") or "")
+    found: dict[tuple[str, str, str], DeviceNuma] = {}
+    for device in spec.get("devices") or ():
+        if not isinstance(device, dict) or not isinstance(device.get("name"), str):
+            continue
+        try:
+            attributes = {k: DeviceAttribute.model_validate(v) for k, v in (device.get("attributes") or {}).items()}
+            found[(driver, pool, device["name"])] = device_numa(driver, attributes)
+        except (ValidationError, AttributeError, TypeError) as exc:
+            found[(driver, pool, device["name"])] = DeviceNuma(None, f"attributes not readable: {_first(exc)}")
+    return found
+
+
+def _first(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+    return str(exc)
+
+
+def cpu_zones(pod: Pod, nrt: NodeTopology | None, predicted: Sequence[int]) -> list[int] | None:
+    """The zones the kubelet pins the pod's CPUs on: the zones predicted for it where the static
+    CPU Manager gives it exclusive CPUs, none where it gives none; None when that is not known (no
+    NRT, or no zones predicted)."""
+    if nrt is None or nrt.cpu_manager is None:
+        return None
+    if nrt.cpu_manager != STATIC_CPU or not any(
+        guaranteed_cpus(pod, c) for c in (*pod.init_containers, *pod.containers)
+    ):
+        return []
+    return list(predicted) or None
+
+
+@dataclass(frozen=True)
+class Alignment:
+    verdict: str
+    """aligned, misaligned, unknown or unpinned."""
+    reason: str = ""
+
+
+def judge(picks: Iterable[Pick], zones: DeviceZones, cpu_zones: Sequence[int] | None) -> Alignment:
+    """Do the picked devices lie on the NUMA zones of the pod's pinned CPUs? ``cpu_zones``: where
+    the kubelet is predicted to pin them, empty when it pins none, None when that is not known.
+    A misaligned device decides; else an unknown one; a device near several zones is aligned when
+    one of them is a CPU zone."""
+    if cpu_zones is not None and not cpu_zones:
+        return Alignment(UNPINNED)
+    unknown = ""
+    cpus = set(cpu_zones or ())
+    for pick in picks:
+        where = zones.of(*pick.key)
+        if where is None:
+            unknown = unknown or f"{describe(pick)}: published by no ResourceSlice seen"
+        elif where.zones is None:
+            unknown = unknown or f"{describe(pick)}: NUMA node not known ({where.why})"
+        elif cpu_zones is None:
+            unknown = unknown or f"{describe(pick)} on NUMA {_numa(where.zones)}, CPU zones not predicted"
+        elif not where.zones & cpus:
+            return Alignment(
+                MISALIGNED, f"{describe(pick)} on NUMA {_numa(where.zones)}, CPUs would be on NUMA {_numa(cpus)}"
+            )
+    return Alignment(UNKNOWN, unknown) if unknown else Alignment(ALIGNED)
+
+
+def describe(pick: Pick) -> str:
+    return f"{pick.device} of claim {pick.claim}"
+
+
+def _numa(ids: Iterable[int]) -> str:
+    return ",".join(str(n) for n in sorted(ids))
+
+
+def allocation_picks(claim: Mapping[str, Any]) -> list[Pick] | None:
+    """The devices a claim's ``status.allocation`` holds; None when it is not allocated."""
+    meta = claim.get("metadata") or {}
+    allocation = (claim.get("status") or {}).get("allocation")
+    if not isinstance(allocation, dict):
+        return None
+    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    results = (allocation.get("devices") or {}).get("results") or ()
+    return [
+        Pick(key, str(r.get("request", "")), str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+        for r in results
+        if isinstance(r, dict)
+    ]

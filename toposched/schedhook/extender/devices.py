@@ -130,7 +130,7 @@ class Devices:
         namespace = meta.get("namespace", "")
         asked = self._remember(uid, Asked(namespace, refs, annotation))
         fitting = [i for i in range(len(results.names)) if results.fit[i]]
-        picks, unknown = await self._picks(namespace, refs, [results.names[i] for i in fitting])
+        picks, unknown = await self.picks(namespace, refs, [results.names[i] for i in fitting])
         for i in fitting:
             name = results.names[i]
             nrt = nrts.get(name)
@@ -146,11 +146,12 @@ class Devices:
             elif verdict.verdict == MISALIGNED and mode != OFF:
                 results.score[i] = 0
 
-    async def _picks(
+    async def picks(
         self, namespace: str, refs: Sequence[ClaimRef], nodes: Sequence[str]
     ) -> tuple[dict[str, list[Pick]], str]:
-        """Per node, the devices the pod's claims get there (those allocated already, then the
-        allocator's pick for the others); else why they are not known."""
+        """Per node, the devices the pod's claims (``pod_claims``) get there: those allocated
+        already, then the allocator's pick for the others. A node the claims do not fit, or where
+        the allocator fails, is left out; when nothing is known, why."""
         if not all(self.store.has_listed(k) for k in DRA_KINDS):
             return {}, "DRA objects not listed yet (resource.k8s.io/v1 served? the extender allowed to list it?)"
         claims: list[dict[str, Any]] = []

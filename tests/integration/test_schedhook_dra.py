@@ -1,0 +1,195 @@
+"""DRA devices beside pinned CPUs, end to end on kwok nodes: the real kube-scheduler allocates the
+claims, toposched's extender predicts its pick, passes only nodes where the GPU lies on the NUMA
+zone the kubelet will pin the CPUs on, and refuses a bind whose written allocation does not."""
+
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from testkit.builders import KWOK_TOLERATION, nrt_body, pod_body
+from testkit.cluster import ensure_kwok_node, wait_default_service_account, wait_for
+from testkit.schedstack import SchedulerStack, bin_dir, scheduler_stack
+from toposched.apis.noderesourcetopology import NodeResourceTopology
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
+
+NRTS = (NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL)
+RESOURCE = ("resource.k8s.io", "v1")
+DRIVER = "gpu.toposched.example"
+NUMA = "resource.kubernetes.io/numaNode"
+
+
+def helper() -> str:
+    return str(bin_dir() / "toposched-dra-allocate")
+
+
+@pytest.fixture(scope="module")
+def stack(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerStack]:
+    with scheduler_stack(kubeconfig, tmp_path_factory.mktemp("dra"), ["--dra-allocator", helper()]) as found:
+        yield found
+
+
+@pytest.fixture
+def lying_stack(kubeconfig: Path, tmp_path: Path) -> Iterator[SchedulerStack]:
+    """An extender whose allocator names gpu-1 where the scheduler picks gpu-0 (and back): its
+    prediction is wrong, as after a race, and only the bind's check stands between."""
+    liar = tmp_path / "liar.sh"
+    liar.write_text(f"#!/bin/sh\nexec {sys.executable} -m testkit.dra_liar --helper {helper()} --swap gpu-0=gpu-1\n")
+    liar.chmod(0o755)
+    with scheduler_stack(kubeconfig, tmp_path, ["--dra-allocator", str(liar)]) as found:
+        yield found
+
+
+@pytest.fixture
+async def gpu_nodes(api: client.ApiClient) -> AsyncIterator[tuple[str, dict[str, str]]]:
+    """Two kwok nodes of two zones, 8 CPUs each, a GPU per zone (gpu-0 on NUMA 0, gpu-1 on NUMA 1):
+    'busy' has 1 CPU free on zone 0, so a 4-CPU pod's CPUs go to zone 1 while first fit gives it
+    gpu-0; 'free' has every CPU free."""
+    tag = uuid.uuid4().hex[:6]
+    names = {"busy": f"busy-{tag}", "free": f"free-{tag}"}
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    await ensure_class(custom)
+    for short, name in names.items():
+        await ensure_kwok_node(api, name, {"toposched-dra": tag})
+        uid = (await core.read_node(name)).metadata.uid
+        free = (1, 8) if short == "busy" else (8, 8)
+        zones = [{"cpu": (8, 8, cpu), "memory": ("32Gi", "30Gi", "30Gi")} for cpu in free]
+        await custom.create_cluster_custom_object(*NRTS, nrt_body(name, zones, owner_uid=uid))
+        await custom.create_cluster_custom_object(*RESOURCE, "resourceslices", gpu_slice(name))
+    yield tag, names
+    for name in names.values():
+        await core.delete_node(name)
+        await custom.delete_cluster_custom_object(*RESOURCE, "resourceslices", f"{name}-gpus")
+
+
+async def ensure_class(custom: client.CustomObjectsApi) -> None:
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+    try:
+        await custom.create_cluster_custom_object(*RESOURCE, "deviceclasses", body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def gpu_slice(node: str) -> dict[str, Any]:
+    devices = [{"name": f"gpu-{n}", "attributes": {NUMA: {"int": n}}} for n in (0, 1)]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def claim(name: str) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": DRIVER}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def gpu_pod(name: str, claim_name: str, selector: dict[str, str], annotations: dict[str, str] | None = None) -> Any:
+    body = pod_body(
+        name,
+        cpu=4,
+        memory="1Gi",
+        scheduler="toposched",
+        tolerations=[KWOK_TOLERATION],
+        node_selector=selector,
+        image="example.invalid/train:1",
+        annotations=annotations,
+    )
+    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return body
+
+
+async def start_pod(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    custom = client.CustomObjectsApi(api)
+    await custom.create_namespaced_custom_object(
+        *RESOURCE, namespace, "resourceclaims", claim(body["metadata"]["name"])
+    )
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+
+
+async def allocated(api: client.ApiClient, namespace: str, name: str) -> list[str]:
+    found = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+        *RESOURCE, namespace, "resourceclaims", name
+    )
+    results = ((found.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    return [f"{r['pool']}/{r['device']}" for r in results]
+
+
+async def events_of(api: client.ApiClient, namespace: str, name: str, reason: str) -> list[str]:
+    found = await client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+    return [e.message for e in found.items if e.reason == reason]
+
+
+async def bound_to(api: client.ApiClient, namespace: str, name: str) -> str | None:
+    return (await client.CoreV1Api(api).read_namespaced_pod(name, namespace)).spec.node_name  # type: ignore[no-any-return]
+
+
+@pytest.mark.usefixtures("stack")
+async def test_the_gpu_lands_beside_the_pinned_cpus(
+    api: client.ApiClient, namespace: str, gpu_nodes: tuple[str, dict[str, str]]
+) -> None:
+    tag, nodes = gpu_nodes
+    await wait_default_service_account(api, namespace)
+    # On 'busy' first fit gives gpu-0 (NUMA 0) while the 4 CPUs can only be pinned on NUMA 1.
+    await start_pod(api, namespace, gpu_pod("train", "train", {"toposched-dra": tag}))
+    node = await wait_for(lambda: bound_to(api, namespace, "train"), within=60, what="train bound")
+    assert node == nodes["free"]
+    assert await allocated(api, namespace, "train") == [f"{nodes['free']}/gpu-0"]
+
+    # Held to 'busy' alone it stays Pending, and says which device lies where.
+    await start_pod(api, namespace, gpu_pod("held", "held", {"kubernetes.io/hostname": nodes["busy"]}))
+    messages = await wait_for(
+        lambda: events_of(api, namespace, "held", "FailedScheduling"), within=60, what="FailedScheduling for held"
+    )
+    want = f"gpu-0 of claim {namespace}/held on NUMA 0, CPUs would be on NUMA 1"
+    assert any(want in m for m in messages), messages
+
+    # The pod that asks for no alignment is placed there anyway, misaligned as it asked.
+    off = gpu_pod("loose", "loose", {"kubernetes.io/hostname": nodes["busy"]}, {"toposched.io/dra-alignment": "off"})
+    await start_pod(api, namespace, off)
+    assert await wait_for(lambda: bound_to(api, namespace, "loose"), within=60, what="loose bound") == nodes["busy"]
+
+
+@pytest.mark.usefixtures("lying_stack")
+async def test_a_misaligned_allocation_is_refused_at_bind_and_the_claim_freed(
+    api: client.ApiClient, namespace: str, gpu_nodes: tuple[str, dict[str, str]]
+) -> None:
+    _, nodes = gpu_nodes
+    await wait_default_service_account(api, namespace)
+    # The extender believes gpu-1 (NUMA 1, beside the CPUs); the scheduler writes gpu-0.
+    await start_pod(api, namespace, gpu_pod("raced", "raced", {"kubernetes.io/hostname": nodes["busy"]}))
+    messages = await wait_for(
+        lambda: events_of(api, namespace, "raced", "DRADevicesMisaligned"), within=60, what="the refused bind's Event"
+    )
+    assert f"gpu-0 of claim {namespace}/raced on NUMA 0, CPUs would be on NUMA 1" in messages[0], messages
+    assert await bound_to(api, namespace, "raced") is None
+
+    async def freed() -> bool:  # on one candidate node kube-scheduler itself would leave it allocated
+        return not await allocated(api, namespace, "raced")
+
+    await wait_for(freed, within=60, what="the refused claim deallocated")
+    assert await bound_to(api, namespace, "raced") is None

@@ -154,6 +154,15 @@ written=()
 for t in "${targets[@]}"; do
   case "$t" in
     operator | exporter)
+      if [[ $t == operator ]]; then  # the DRA allocator helper, where make binaries has built it
+        stage="$repo/helpers/dra-allocate/out"
+        rm -f "$stage/toposched-dra-allocate"
+        if bin=$("$repo/hack/build-binaries.sh" --print 2>/dev/null) && [[ -x "$bin/toposched-dra-allocate" ]]; then
+          cp "$bin/toposched-dra-allocate" "$stage/"
+        else
+          log "the operator image without toposched-dra-allocate: the pinned binaries are not built yet (make binaries)"
+        fi
+      fi
       tag="toposched-$t:$version"
       build "$t" "$repo/Dockerfile.$t" "$repo" "$tag" --build-arg "BASE=$base"
       archive "$tag" "$out/toposched-$t-$version.tar"

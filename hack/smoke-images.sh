@@ -9,7 +9,8 @@
 # Checks:
 #   both images     `toposched --help`, `--version` and every command's `--help`, as the image's user
 #   operator        the image's user is 65532:65532 (non-root); the root file system is read-only
-#                   (a write to /tmp fails with EROFS); no capabilities
+#                   (a write to /tmp fails with EROFS); no capabilities; kube-scheduler's DRA
+#                   allocator (toposched-dra-allocate) answers
 #   exporter        root without capabilities on a read-only root (as in the chart);
 #                   `toposched nrt --sysfs /host/sys` on a two-NUMA-node sysfs fixture prints a
 #                   NodeResourceTopology with both zones (the chart mounts the host's /sys at
@@ -241,6 +242,8 @@ except OSError as e:
     print("read-only" if e.errno == errno.EROFS else f"unexpected {e}")
 else:
     print("writable")'
+check "operator: the DRA allocator answers as 65532" '"error":"not a request' \
+  run "$operator" -- sh -c 'echo junk | toposched-dra-allocate'
 check "operator: default command is the operator" 'operator --liveness' \
   bah inspect --type image --format '{{.OCIv1.Config.Cmd}}' "$operator"
 

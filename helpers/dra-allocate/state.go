@@ -125,6 +125,7 @@ func (s *state) put(kind string, raw json.RawMessage) error {
 	case "ResourceClaim":
 		claim, err := read[resourceapi.ResourceClaim](raw, claimKey)
 		if err == nil {
+			defaultClaim(claim)
 			s.kept.claimChanged(s.claims[claimKey(claim)], claim)
 			s.claims[claimKey(claim)] = claim
 		}
@@ -172,6 +173,7 @@ func (s *state) allocate(r request) *answer {
 		if err := json.Unmarshal(raw, claim); err != nil {
 			return &answer{ID: r.ID, Error: fmt.Sprintf("claim #%d: not readable: %v", i, err)}
 		}
+		defaultClaim(claim)
 		claims = append(claims, claim)
 	}
 	shape := fingerprint(claims, r.Full)
@@ -381,4 +383,26 @@ func parseFeatures(gates string) (structured.Features, error) {
 		ConsumableCapacity:     enabled["DRAConsumableCapacity"],
 		ListTypeAttributes:     enabled["DRAListTypeAttributes"],
 	}, nil
+}
+
+// defaultClaim fills in what the apiserver defaults in a claim it stores (a request's allocation
+// mode, ExactCount, and its count, 1), for claims read from files rather than from the apiserver.
+func defaultClaim(claim *resourceapi.ResourceClaim) {
+	fill := func(mode *resourceapi.DeviceAllocationMode, count *int64) {
+		if *mode == "" {
+			*mode = resourceapi.DeviceAllocationModeExactCount
+		}
+		if *mode == resourceapi.DeviceAllocationModeExactCount && *count == 0 {
+			*count = 1
+		}
+	}
+	for i := range claim.Spec.Devices.Requests {
+		request := &claim.Spec.Devices.Requests[i]
+		if request.Exactly != nil {
+			fill(&request.Exactly.AllocationMode, &request.Exactly.Count)
+		}
+		for j := range request.FirstAvailable {
+			fill(&request.FirstAvailable[j].AllocationMode, &request.FirstAvailable[j].Count)
+		}
+	}
 }

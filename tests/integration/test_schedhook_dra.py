@@ -2,6 +2,8 @@
 claims, toposched's extender predicts its pick, passes only nodes where the GPU lies on the NUMA
 zone the kubelet will pin the CPUs on, and refuses a bind whose written allocation does not."""
 
+import json
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -193,3 +196,33 @@ async def test_a_misaligned_allocation_is_refused_at_bind_and_the_claim_freed(
 
     await wait_for(freed, within=60, what="the refused claim deallocated")
     assert await bound_to(api, namespace, "raced") is None
+
+
+def test_explain_names_the_device_its_claim_and_both_zones(tmp_path: Path) -> None:
+    """Offline, from files: the same verdicts and words as the extender's filter."""
+    nrts = [
+        nrt_body(name, [{"cpu": (8, 8, cpu), "memory": ("32Gi", "30Gi", "30Gi")} for cpu in free])
+        for name, free in (("busy", (1, 8)), ("free", (8, 8)))
+    ]
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+    train = claim("train") | {"metadata": {"name": "train", "namespace": "ml"}}
+    pod = gpu_pod("train", "train", {})
+    pod["metadata"]["namespace"] = "ml"
+    files = {"nrt": nrts, "dra": [gpu_class, gpu_slice("busy"), gpu_slice("free"), train], "pod": [pod]}
+    for name, docs in files.items():
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump_all(docs))
+    args = [sys.executable, "-m", "toposched", "explain", "--dra-allocator", helper()]
+    args += [f"--{name}={tmp_path / name}.yaml" for name in files]
+    table = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    assert "gpu-0 of claim ml/train on NUMA 0, CPUs would be on NUMA 1" in table.splitlines()[2], table
+    assert "DRA devices beside the CPUs" in table.splitlines()[1], table
+    found = json.loads(subprocess.run([*args, "-o", "json"], capture_output=True, text=True, check=True).stdout)
+    by_node = {r["node"]: r for r in found}
+    assert by_node["free"]["fit"]
+    assert by_node["free"]["devices"] == {"verdict": "aligned", "reason": ""}
+    assert by_node["busy"]["devices"]["verdict"] == "misaligned"

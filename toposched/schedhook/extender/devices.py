@@ -171,7 +171,9 @@ class Devices:
             logger.warning("DRA allocator: %s", exc)
             return {}, f"the DRA allocator did not answer ({exc})"
         keys = [f"{namespace}/{c['metadata']['name']}" for c in todo]
-        return {n: [*fixed, *_picked(a, keys)] for n, a in answers.items() if not a.error}, ""
+        picked = {n: [*fixed, *_picked(a, keys)] for n, a in answers.items() if not a.error}
+        errors = [a.error for a in answers.values() if a.error and not a.unsuitable]
+        return picked, f"the allocator failed: {errors[0]}" if errors else ""
 
     async def sync(self) -> None:
         """Send the helper what changed in the store since the last call (everything after it started)."""

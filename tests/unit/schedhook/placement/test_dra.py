@@ -179,7 +179,7 @@ def test_mode_of(annotation: str | None, default: str, policy: str, mode: str) -
 def test_check_mode() -> None:
     assert check_mode(None) is None
     assert check_mode("strict") is None
-    assert "'Strict' is not one of strict, prefer, off" == check_mode("Strict")
+    assert check_mode("Strict") == "'Strict' is not one of strict, prefer, off"
 
 
 def test_allocation_picks() -> None:

@@ -110,7 +110,9 @@ class FilterSession:
 
 
 def in_process(
-    objects: Mapping[str, Iterable[dict[str, Any]]] | None = None, weights_name: str = WEIGHT_NETPERF
+    objects: Mapping[str, Iterable[dict[str, Any]]] | None = None,
+    weights_name: str = WEIGHT_NETPERF,
+    dra_allocator: str = "",
 ) -> Coordinator:
     """The extender's decisions without a cluster: a store listed from ``objects`` (kind -> items;
     a kind not given is listed empty) and synced, the extender's coordinator over it without an API
@@ -120,4 +122,5 @@ def in_process(
         store.listed(kind, list((objects or {}).get(kind, ())))
         store.mark_synced(kind)
     store.synced.set()
-    return Coordinator(store, api=None, config=ExtenderConfig(weights_name=weights_name, bind_wait=0))
+    config = ExtenderConfig(weights_name=weights_name, bind_wait=0, dra_allocator=dra_allocator)
+    return Coordinator(store, api=None, config=config)

@@ -33,10 +33,11 @@ class NodePick:
     """One node's answer: the devices picked, as (claim index, request, driver, pool, device);
     or that the claims do not fit there; or the error the scheduler would report for it."""
 
-    devices: tuple[tuple[int, str, str, str, str], ...] = ()
-    unsuitable: bool = False
-    error: str = ""
-    allocation: tuple[dict[str, Any], ...] = ()
+    devices: list[list[Any]]
+    """As the helper sent them (thousands of nodes per answer: not copied)."""
+    unsuitable: bool
+    error: str
+    allocation: list[dict[str, Any]]
 
 
 class AllocatorProcess:
@@ -171,8 +172,5 @@ class AllocatorProcess:
 
 def _node_pick(raw: dict[str, Any]) -> NodePick:
     return NodePick(
-        devices=tuple((int(d[0]), str(d[1]), str(d[2]), str(d[3]), str(d[4])) for d in raw.get("devices") or ()),
-        unsuitable=bool(raw.get("unsuitable")),
-        error=str(raw.get("error") or ""),
-        allocation=tuple(raw.get("allocation") or ()),
+        raw.get("devices") or [], raw.get("unsuitable", False), raw.get("error", ""), raw.get("allocation") or []
     )

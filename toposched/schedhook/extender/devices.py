@@ -15,16 +15,19 @@ its pods have no claims.
 
 import asyncio
 import logging
+from collections import Counter as Tally
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import aiohttp
+import numpy as np
 import orjson
 from prometheus_client import Counter
 
 from toposched.apis.constants import DRA_ALIGNMENT_ANNOTATION
+from toposched.apis.kubelet import POLICIES
 from toposched.apis.resourceslice import RESOURCE_GROUP, RESOURCE_VERSION
 from toposched.kube import rest
 from toposched.schedhook.extender.allocatorproc import AllocatorGoneError, AllocatorProcess, NodePick
@@ -34,6 +37,7 @@ from toposched.schedhook.placement.dra import (
     AUTO,
     MISALIGNED,
     OFF,
+    PREFER,
     STRICT,
     UNKNOWN,
     Alignment,
@@ -45,6 +49,7 @@ from toposched.schedhook.placement.dra import (
     cpu_zones,
     judge,
     mode_of,
+    pins_cpus,
     pod_claims,
 )
 from toposched.schedhook.placement.evaluate import Results
@@ -129,22 +134,28 @@ class Devices:
             return
         namespace = meta.get("namespace", "")
         asked = self._remember(uid, Asked(namespace, refs, annotation))
-        fitting = [i for i in range(len(results.names)) if results.fit[i]]
+        fitting = np.flatnonzero(results.fit).tolist()
         picks, unknown = await self.picks(namespace, refs, [results.names[i] for i in fitting])
+        pins = pins_cpus(results.pod)
+        modes = {policy: mode_of(annotation, self.default_mode, policy) for policy in (*POLICIES, "")}
+        counts: Tally[str] = Tally()
+        misaligned: dict[str, list[int]] = {}
         for i in fitting:
             name = results.names[i]
             nrt = nrts.get(name)
-            mode = mode_of(annotation, self.default_mode, nrt.policy if nrt is not None else "")
-            asked.modes[name] = mode
-            cpus = asked.cpus[name] = cpu_zones(results.pod, nrt, results.numa_ids(i))
+            mode = asked.modes[name] = modes.get(nrt.policy if nrt is not None else "", STRICT)
+            cpus = asked.cpus[name] = cpu_zones(pins, nrt, results.numa_ids(i))
             found = picks.get(name)
             verdict = Alignment(UNKNOWN, unknown) if found is None else judge(found, self.zones, cpus)
-            PREDICTIONS.labels(verdict.verdict).inc()
+            counts[verdict.verdict] += 1
             results.devices[i] = verdict
-            if verdict.verdict == MISALIGNED and mode == STRICT:
-                results.fail(i, verdict.reason)
-            elif verdict.verdict == MISALIGNED and mode != OFF:
-                results.score[i] = 0
+            if verdict.verdict == MISALIGNED and mode != OFF:
+                misaligned.setdefault(mode, []).append(i)
+        for said, count in counts.items():
+            PREDICTIONS.labels(said).inc(count)
+        for i in misaligned.get(STRICT, ()):
+            results.fail(i, results.devices[i].reason)
+        results.score[misaligned.get(PREFER, [])] = 0
 
     async def picks(
         self, namespace: str, refs: Sequence[ClaimRef], nodes: Sequence[str]
@@ -275,4 +286,4 @@ class Devices:
 
 
 def _picked(answer: NodePick, keys: Sequence[str]) -> list[Pick]:
-    return [Pick(keys[c], request, driver, pool, device) for c, request, driver, pool, device in answer.devices]
+    return [Pick(keys[d[0]], d[1], d[2], d[3], d[4]) for d in answer.devices]

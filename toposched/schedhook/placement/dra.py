@@ -10,7 +10,7 @@ aligned.
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
@@ -81,9 +81,8 @@ def check_mode(annotation: str | None) -> str | None:
     return f"{annotation!r} is not one of {', '.join(MODES)}"
 
 
-@dataclass(frozen=True)
-class Pick:
-    """A device the allocator picks for one request of one claim."""
+class Pick(NamedTuple):
+    """A device the allocator picks for one request of one claim (a tuple: thousands are made per pod)."""
 
     claim: str
     """namespace/name of the ResourceClaim."""
@@ -91,10 +90,6 @@ class Pick:
     driver: str
     pool: str
     device: str
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return self.driver, self.pool, self.device
 
 
 class DeviceZones:
@@ -147,15 +142,18 @@ def _first(exc: Exception) -> str:
     return str(exc)
 
 
-def cpu_zones(pod: Pod, nrt: NodeTopology | None, predicted: Sequence[int]) -> list[int] | None:
-    """The zones the kubelet pins the pod's CPUs on: the zones predicted for it where the static
-    CPU Manager gives it exclusive CPUs, none where it gives none; None when that is not known (no
-    NRT, or no zones predicted)."""
+def pins_cpus(pod: Pod) -> bool:
+    """Would the static CPU Manager give the pod exclusive CPUs?"""
+    return any(guaranteed_cpus(pod, c) for c in (*pod.init_containers, *pod.containers))
+
+
+def cpu_zones(pins: bool, nrt: NodeTopology | None, predicted: Sequence[int]) -> list[int] | None:
+    """The zones the kubelet pins the pod's CPUs on (``pins``: ``pins_cpus``): the zones predicted
+    for it where the static CPU Manager gives it exclusive CPUs, none where it gives none; None when
+    that is not known (no NRT, or no zones predicted)."""
     if nrt is None or nrt.cpu_manager is None:
         return None
-    if nrt.cpu_manager != STATIC_CPU or not any(
-        guaranteed_cpus(pod, c) for c in (*pod.init_containers, *pod.containers)
-    ):
+    if nrt.cpu_manager != STATIC_CPU or not pins:
         return []
     return list(predicted) or None
 
@@ -177,7 +175,7 @@ def judge(picks: Iterable[Pick], zones: DeviceZones, cpu_zones: Sequence[int] | 
     unknown = ""
     cpus = set(cpu_zones or ())
     for pick in picks:
-        where = zones.of(*pick.key)
+        where = zones.of(pick.driver, pick.pool, pick.device)
         if where is None:
             unknown = unknown or f"{describe(pick)}: published by no ResourceSlice seen"
         elif where.zones is None:

@@ -22,6 +22,7 @@ from toposched.schedhook.placement.dra import (
     cpu_zones,
     judge,
     mode_of,
+    pins_cpus,
     pod_claims,
     slice_devices,
 )
@@ -219,4 +220,4 @@ NODE = NodeTopology(
     ],
 )
 def test_cpu_zones(pod: Any, nrt: NodeTopology | None, predicted: list[int], zones: list[int] | None) -> None:
-    assert cpu_zones(pod, nrt, predicted) == zones
+    assert cpu_zones(pins_cpus(pod), nrt, predicted) == zones

@@ -65,8 +65,13 @@ def claim(name: str, allocated: tuple[str, str] | None = None) -> dict[str, Any]
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 1,
-                                                                        "allocationMode": "ExactCount"}}]}},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 1, "allocationMode": "ExactCount"}}
+                ]
+            }
+        },
     }
     if allocated is not None:
         pool, device = allocated

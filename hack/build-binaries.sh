@@ -21,37 +21,53 @@ cache=${TOPOSCHED_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toposched}
 bin="$cache/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-helm-$HELM_VERSION"
 k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 # toposched's own Go helpers (helpers/<name>/, linked against the pinned Kubernetes libraries), as
-# toposched-<name>; rebuilt whenever their sources change (a stamp beside each holds their hash).
+# toposched-<name>, built per hash of their sources into a directory of its own beside the pinned
+# binaries (linked in): that directory is the one printed, so checkouts of different helper
+# sources never take each other's helpers.
 helpers=(dra-allocate)
 all=("${k8s_cmds[@]}" etcd kwok kwokctl helm "${helpers[@]/#/toposched-}")
 repo=$(cd -P "$here/.." && pwd)  # -P: a checkout may link to this hack/ (the chaos run's own plane)
 sources=$(cd "$repo/helpers" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' |
   LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+out="$bin/helpers-$sources"
 
 log() { printf 'build-binaries: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# Those of the named binaries missing from the cache (or, for a helper, built from other sources), one a line.
+# Those of the named binaries missing from the cache (a helper: built from these sources), one a line.
 missing() {
   local b
   for b in "$@"; do
-    if [[ ! -x "$bin/$b" ]] || { [[ $b == toposched-* ]] && [[ "$(cat "$bin/.$b.sources" 2>/dev/null)" != "$sources" ]]; }; then
+    if [[ $b == toposched-* && ! -x "$out/$b" ]] || [[ $b != toposched-* && ! -x "$bin/$b" ]]; then
       echo "$b"
     fi
   done
 }
 
+# Every binary built, and linked into the printed directory.
 complete() {
-  [[ -z "$(missing "${all[@]}")" ]]
+  local b
+  [[ -z "$(missing "${all[@]}")" ]] || return 1
+  for b in "${all[@]}"; do
+    [[ -x "$out/$b" ]] || return 1
+  done
+}
+
+link() {
+  local b
+  mkdir -p "$out"
+  for b in "${all[@]}"; do
+    [[ $b == toposched-* ]] || ln -sfn "../$b" "$out/$b"
+  done
 }
 
 if [[ "${1:-}" == "--print" ]]; then
   complete || exit 1
-  echo "$bin"
+  echo "$out"
   exit 0
 fi
 if complete; then
-  echo "$bin"
+  echo "$out"
   exit 0
 fi
 
@@ -193,9 +209,9 @@ build_helpers() {
   local h
   for h in $(missing "${helpers[@]/#/toposched-}"); do
     progress "$h"
-    quietly "building $h" go -C "$repo/helpers/${h#toposched-}" build -mod=readonly -ldflags "-s -w" -o "$bin/$h.tmp" .
-    mv "$bin/$h.tmp" "$bin/$h"
-    echo "$sources" >"$bin/.$h.sources"
+    mkdir -p "$out"
+    quietly "building $h" go -C "$repo/helpers/${h#toposched-}" build -mod=readonly -ldflags "-s -w" -o "$out/$h.tmp" .
+    mv "$out/$h.tmp" "$out/$h"
   done
 }
 
@@ -207,6 +223,7 @@ log "binaries to build: $total of ${#all[@]} (versions in hack/versions.env); th
 build_with_install "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 build_with_install "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
 build_helpers
-complete || die "some binaries are missing from $bin"
+link
+complete || die "some binaries are missing from $out"
 log "built $total of ${#all[@]} binaries in $(elapsed)"
-echo "$bin"
+echo "$out"

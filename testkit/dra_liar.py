@@ -35,7 +35,7 @@ def main() -> None:
     threading.Thread(target=forward, daemon=True).start()
     for line in helper.stdout:
         answer = json.loads(line)
-        for node in (answer.get("nodes") or {}).values():
+        for node in (*(answer.get("nodes") or {}).values(), *(answer.get("changed") or {}).values()):
             for device in node.get("devices") or ():
                 device[4] = swap.get(device[4], device[4])
         sys.stdout.write(json.dumps(answer) + "\n")

@@ -36,6 +36,10 @@ type request struct {
 	Assumed       []assumed         `json:"assumed"`
 	TimeoutMillis int64             `json:"timeoutMillis"`
 	Full          bool              `json:"full"`
+	// Delta asks for the nodes whose answer changed since the last delta answer for the same
+	// claims, as long as the caller still holds that answer (its shape is in Have).
+	Delta bool     `json:"delta"`
+	Have  []string `json:"have"`
 }
 
 // assumed is a device the caller knows to be taken although no claim's status says so yet.
@@ -61,6 +65,11 @@ type answer struct {
 	ID    int64                 `json:"id"`
 	Nodes map[string]nodeAnswer `json:"nodes,omitempty"`
 	Error string                `json:"error,omitempty"`
+	// Shape, Changed and Delta answer a delta request: the nodes whose answer changed for this
+	// shape of claims; Delta false: every node asked, the caller forgets what it held of the shape.
+	Shape   string                     `json:"shape,omitempty"`
+	Changed map[string]json.RawMessage `json:"changed,omitempty"`
+	Delta   bool                       `json:"delta,omitempty"`
 }
 
 type state struct {
@@ -70,6 +79,7 @@ type state struct {
 	claims   map[string]*resourceapi.ResourceClaim
 	celCache *cel.Cache
 	kept     *memory
+	sent     *sent
 }
 
 func newState(features structured.Features) *state {
@@ -80,6 +90,7 @@ func newState(features structured.Features) *state {
 		claims:   map[string]*resourceapi.ResourceClaim{},
 		celCache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity}),
 		kept:     newMemory(),
+		sent:     newSent(),
 	}
 }
 
@@ -206,6 +217,18 @@ func (s *state) allocate(r request) *answer {
 		for _, i := range todo {
 			s.kept.keep(shape, nodes[i].name, assumedOn[nodes[i].name]+"\x00"+nodes[i].sent, answers[i])
 		}
+	}
+	if r.Delta {
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.name
+		}
+		name := shapeName(shape)
+		changed, delta, err := s.sent.changed(name, holds(r.Have, name), names, answers)
+		if err != nil {
+			return &answer{ID: r.ID, Error: err.Error()}
+		}
+		return &answer{ID: r.ID, Shape: name, Changed: changed, Delta: delta}
 	}
 	out := answer{ID: r.ID, Nodes: make(map[string]nodeAnswer, len(nodes))}
 	for i, n := range nodes {

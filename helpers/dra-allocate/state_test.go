@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -195,5 +196,54 @@ func TestNodesByNameAlone(t *testing.T) {
 	)
 	if got := picked(answers[0].Nodes["n1"]) + " " + picked(answers[0].Nodes["n2"]); got != `p1/gpu-0 unsuitable=true error=""` {
 		t.Fatalf("got %s", got)
+	}
+}
+
+func TestDeltaAnswersNameOnlyTheNodesThatChanged(t *testing.T) {
+	ask := func(id int, have ...string) map[string]any {
+		return map[string]any{"op": "allocate", "id": id, "claims": []any{claim(1)}, "nodeNames": []string{"n1", "n2"}, "delta": true, "have": have}
+	}
+	held := claim(1)
+	held["metadata"] = map[string]any{"name": "held", "namespace": "ns"}
+	held["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{
+		map[string]any{"request": "gpu", "driver": driver, "pool": "p1", "device": "gpu-0"},
+	}}}}
+	first := run(t, "",
+		put("DeviceClass", class),
+		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0", "gpu-1")),
+		put("ResourceSlice", slice("s2", "n2", "p2", "gpu-0", "gpu-1")),
+		ask(1),
+	)
+	shape := first[0].Shape
+	answers := run(t, "",
+		put("DeviceClass", class),
+		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0", "gpu-1")),
+		put("ResourceSlice", slice("s2", "n2", "p2", "gpu-0", "gpu-1")),
+		ask(1),
+		ask(2, shape),
+		put("ResourceClaim", held),
+		ask(3, shape),
+		ask(4), // the caller no longer holds the shape: everything again
+	)
+	changed := func(a answer) string {
+		names := make([]string, 0, len(a.Changed))
+		for name, raw := range a.Changed {
+			var n nodeAnswer
+			if err := json.Unmarshal(raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name+"="+picked(n))
+		}
+		slices.Sort(names)
+		return fmt.Sprintf("delta=%v %s", a.Delta, strings.Join(names, " "))
+	}
+	want := []string{"delta=false n1=p1/gpu-0 n2=p2/gpu-0", "delta=true ", "delta=true n1=p1/gpu-1", "delta=false n1=p1/gpu-1 n2=p2/gpu-0"}
+	for i, a := range answers {
+		if a.Shape != shape {
+			t.Fatalf("request %d: shape %q, want %q", a.ID, a.Shape, shape)
+		}
+		if got := changed(a); got != want[i] {
+			t.Fatalf("request %d: got %q, want %q", a.ID, got, want[i])
+		}
 	}
 }

@@ -92,29 +92,35 @@ class AllocatorProcess:
     ) -> dict[str, NodePick]:
         """Each node's answer for the pod's claims (those not allocated yet, in the pod's order);
         the allocator gives up on a node after ``per_node`` seconds, as the scheduler's Filter does."""
+        request = {"claims": list(claims), "nodeNames": list(nodes), "assumed": list(assumed), "full": full}
+        got = await self._ask(request, per_node, len(nodes))
+        return {name: _node_pick(n) for name, n in (got.get("nodes") or {}).items()}
+
+    async def changed(
+        self, claims: Sequence[dict[str, Any]], nodes: Sequence[str], have: Sequence[str], per_node: float = 10.0
+    ) -> tuple[str, bool, dict[str, NodePick]]:
+        """As ``allocate``, but only the nodes whose answer changed since the last such call for the
+        same claims' shape, which the caller holds when the shape is in ``have``: (the shape, whether
+        the answer is such a delta, the nodes' answers). Not a delta: every node's, the rest forgotten."""
+        request = {"claims": list(claims), "nodeNames": list(nodes), "delta": True, "have": list(have)}
+        got = await self._ask(request, per_node, len(nodes))
+        nodes_changed = {name: _node_pick(n) for name, n in (got.get("changed") or {}).items()}
+        return str(got.get("shape", "")), bool(got.get("delta")), nodes_changed
+
+    async def _ask(self, request: dict[str, Any], per_node: float, count: int) -> dict[str, Any]:
         self._next += 1
         ident = self._next
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[ident] = answer
-        self._send(
-            {
-                "op": "allocate",
-                "id": ident,
-                "claims": list(claims),
-                "nodeNames": list(nodes),
-                "assumed": list(assumed),
-                "timeoutMillis": int(per_node * 1000),
-                "full": full,
-            }
-        )
+        self._send({"op": "allocate", "id": ident, "timeoutMillis": int(per_node * 1000), **request})
         await self._drain()
         try:  # per node, on every core: the answer for all may take longer, but not unboundedly
-            got = await asyncio.wait_for(answer, per_node * max(1, len(nodes) // 64) + 5.0)
+            got = await asyncio.wait_for(answer, per_node * max(1, count // 64) + 5.0)
         finally:
             self._waiting.pop(ident, None)
         if got.get("error"):
             raise ValueError(got["error"])
-        return {name: _node_pick(n) for name, n in (got.get("nodes") or {}).items()}
+        return got
 
     async def close(self) -> None:
         process, self._process = self._process, None

@@ -51,6 +51,8 @@ class Bind:
     node: str
     annotations: dict[str, str] | None = None
     """The predicted NUMA zones (None: none predicted)."""
+    numa: tuple[int, ...] = ()
+    """The NUMA ids predicted."""
 
     def body(self) -> dict[str, Any]:
         """The Binding, a plain dict (no model serialisation)."""
@@ -84,6 +86,7 @@ class Binder:
             FORGOTTEN.inc()
             kept = await self._evaluate_bound(namespace, name, node)
         annotations: dict[str, str] | None = None
+        numa: list[int] = []
         if kept is not None:
             numa, zones = kept.results.prediction(node)
             if numa:  # reserved before any await, so the next pod's filter already sees it
@@ -92,7 +95,7 @@ class Binder:
                 annotations = {NUMA_ZONES_ANNOTATION: json.dumps(zones)}
             if kept.member is not None:
                 self.view.binding(name, Placed(namespace, node, *kept.member))
-        return Bind(namespace, name, uid, node, annotations)
+        return Bind(namespace, name, uid, node, annotations, tuple(numa))
 
     async def post(self, bind: Bind) -> str:
         """Issue the binding call; "" or why it failed (kube-scheduler retries the pod)."""

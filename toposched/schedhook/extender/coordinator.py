@@ -110,7 +110,7 @@ class Coordinator:
         self.bind_wait.bound(uid)
         bind = await self.binder.reserve(namespace, name, uid, node)
         self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
-        refused = await self.devices.check_bind(uid, name, node)
+        refused = await self.devices.check_bind(uid, name, node, bind.numa)
         if refused:
             self.binder.abandon(bind)
             return refused

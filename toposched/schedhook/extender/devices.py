@@ -8,9 +8,9 @@ them against the zones predicted for the pod's pinned CPUs (``placement.dra``); 
 what was written and refuses a misaligned allocation, deallocating the claim where the scheduler
 would leave it stuck (a cluster of one node).
 
-The slices, device classes and claims come from the store's watches; they are sent to the helper
-as they change, at the next pod with claims. A cluster without ``resource.k8s.io`` has none, and
-its pods have no claims.
+The pick itself is predicted by ``devicepicks``. A node's verdict is kept while the helper's
+answer for it, the CPU zones and the devices' zones stay the same: a workload's pods ask the same
+of thousands of nodes, and between two of them one node changes.
 """
 
 import asyncio
@@ -19,6 +19,7 @@ from collections import Counter as Tally
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 import aiohttp
@@ -30,24 +31,27 @@ from toposched.apis.constants import DRA_ALIGNMENT_ANNOTATION
 from toposched.apis.kubelet import POLICIES
 from toposched.apis.resourceslice import RESOURCE_GROUP, RESOURCE_VERSION
 from toposched.kube import rest
-from toposched.schedhook.extender.allocatorproc import AllocatorGoneError, AllocatorProcess, NodePick
+from toposched.schedhook.extender.allocatorproc import AllocatorProcess, NodePick
+from toposched.schedhook.extender.devicepicks import PickPredictor, PodPicks
 from toposched.schedhook.extender.eventsink import EventSink
-from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore, key_name, store_key
+from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.placement.dra import (
+    ALIGNED,
     AUTO,
     MISALIGNED,
-    OFF,
     PREFER,
     STRICT,
     UNKNOWN,
+    UNPINNED,
     Alignment,
     ClaimRef,
-    DeviceZones,
+    DeviceVerdict,
     Pick,
     allocation_picks,
     check_mode,
     cpu_zones,
     judge,
+    judge_devices,
     mode_of,
     pins_cpus,
     pod_claims,
@@ -57,11 +61,6 @@ from toposched.schedhook.placement.model import NodeTopology
 
 logger = logging.getLogger(__name__)
 
-HELPER_KINDS: Final = {
-    "resourceslices": "ResourceSlice",
-    "deviceclasses": "DeviceClass",
-    "resourceclaims": "ResourceClaim",
-}
 KEEP_PODS: Final = 1024
 """Pods filtered and not bound yet whose claims the bind checks."""
 
@@ -88,10 +87,10 @@ class Asked:
     namespace: str
     refs: list[ClaimRef]
     annotation: str | None
-    modes: dict[str, str] = field(default_factory=dict)
-    """Node -> the alignment it applies to the pod."""
-    cpus: dict[str, list[int] | None] = field(default_factory=dict)
-    """Node -> the zones predicted for the pod's pinned CPUs there (``cpu_zones``)."""
+    pins: bool = False
+    """Does the pod get exclusive CPUs (``pins_cpus``)?"""
+    nrts: Mapping[str, NodeTopology] = field(default_factory=dict)
+    """The nodes as the filter saw them (the snapshot's, not copied)."""
 
 
 class Devices:
@@ -108,16 +107,16 @@ class Devices:
         self.api = api
         self.events = events
         self.default_mode = default_mode
-        self.allocator = allocator or AllocatorProcess()
-        self.timeout = timeout
-        self.zones = DeviceZones()
-        self._changes = store.changes(DRA_KINDS)
-        self._generation = 0
+        self.predictor = PickPredictor(store, allocator or AllocatorProcess(), timeout)
+        self.zones = self.predictor.zones
+        self._verdicts: dict[str, tuple[NodePick, list[int] | None, int, DeviceVerdict]] = {}
+        """Node -> the verdict of an answer of the helper's for some CPU zones and zones generation:
+        a workload's next pod gets the same answer on all nodes but one."""
         self._asked: OrderedDict[str, Asked] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def close(self) -> None:
-        await self.allocator.close()
+        await self.predictor.allocator.close()
 
     # -- filter ---------------------------------------------------------------------------------
 
@@ -135,27 +134,67 @@ class Devices:
         namespace = meta.get("namespace", "")
         asked = self._remember(uid, Asked(namespace, refs, annotation))
         fitting = np.flatnonzero(results.fit).tolist()
-        picks, unknown = await self.picks(namespace, refs, [results.names[i] for i in fitting])
-        pins = pins_cpus(results.pod)
+        found = await self.predictor.predict(namespace, refs, [results.names[i] for i in fitting])
+        asked.pins, asked.nrts = pins_cpus(results.pod), nrts
         modes = {policy: mode_of(annotation, self.default_mode, policy) for policy in (*POLICIES, "")}
-        counts: Tally[str] = Tally()
-        misaligned: dict[str, list[int]] = {}
-        for i in fitting:
+        unknown = DeviceVerdict(UNKNOWN, -1, found.failure())
+        said: dict[int, DeviceVerdict] = {}
+        zones = results.numa_zone.tolist()  # the columnar path's zone, -1 elsewhere
+        for i in fitting:  # thousands of nodes a call: the per-node work is kept to look-ups
             name = results.names[i]
+            predicted = [zones[i]] if zones[i] >= 0 else results.numa_ids(i)
+            cpus = cpu_zones(asked.pins, nrts.get(name), predicted)
+            said[i] = self._verdict(found, name, cpus) or unknown
+        self._apply(results, found, said, modes, nrts)
+
+    def _apply(
+        self,
+        results: Results,
+        found: PodPicks,
+        said: Mapping[int, DeviceVerdict],
+        modes: Mapping[str, str],
+        nrts: Mapping[str, NodeTopology],
+    ) -> None:
+        """Record each node's verdict, fail the misaligned nodes that apply strict and score lowest
+        those that apply prefer."""
+        counts = Tally(v.verdict for v in said.values())
+        for kind, count in counts.items():
+            PREDICTIONS.labels(kind).inc(count)
+        aligned = {v: Alignment(v) for v in (ALIGNED, UNPINNED)}
+        failing: list[int] = []
+        reasons: list[str] = []
+        for i, verdict in said.items():
+            if verdict.verdict in aligned:
+                results.devices[i] = aligned[verdict.verdict]
+                continue
+            name = results.names[i]
+            reason = verdict.reason(partial(found.describe, name))
+            results.devices[i] = Alignment(verdict.verdict, reason)
             nrt = nrts.get(name)
-            mode = asked.modes[name] = modes.get(nrt.policy if nrt is not None else "", STRICT)
-            cpus = asked.cpus[name] = cpu_zones(pins, nrt, results.numa_ids(i))
-            found = picks.get(name)
-            verdict = Alignment(UNKNOWN, unknown) if found is None else judge(found, self.zones, cpus)
-            counts[verdict.verdict] += 1
-            results.devices[i] = verdict
-            if verdict.verdict == MISALIGNED and mode != OFF:
-                misaligned.setdefault(mode, []).append(i)
-        for said, count in counts.items():
-            PREDICTIONS.labels(said).inc(count)
-        for i in misaligned.get(STRICT, ()):
-            results.fail(i, results.devices[i].reason)
-        results.score[misaligned.get(PREFER, [])] = 0
+            mode = modes.get(nrt.policy if nrt is not None else "", STRICT)
+            if verdict.verdict == MISALIGNED and mode == STRICT:
+                failing.append(i)
+                reasons.append(reason)
+            elif verdict.verdict == MISALIGNED and mode == PREFER:
+                results.score[i] = 0
+        if failing:
+            results.fail_many(np.array(failing, dtype=np.int64), reasons, np.arange(len(failing), dtype=np.int64))
+
+    def _verdict(self, found: PodPicks, node: str, cpus: list[int] | None) -> DeviceVerdict | None:
+        """``judge_devices`` of the node's devices (None: not known), from the verdict kept for the
+        node when the helper's answer, the CPU zones and the devices' zones are the ones it was for."""
+        answer = found.answers.get(node) if found.answers is not None and not found.fixed else None
+        if answer is None or answer.error:
+            picks = found.of(node)
+            if picks is None:
+                return None
+            return judge_devices([(p.driver, p.pool, p.device) for p in picks], self.zones, cpus)
+        kept = self._verdicts.get(node)
+        if kept is not None and kept[0] is answer and kept[1] == cpus and kept[2] == self.zones.generation:
+            return kept[3]
+        verdict = judge_devices([(d[2], d[3], d[4]) for d in answer.devices], self.zones, cpus)
+        self._verdicts[node] = (answer, cpus, self.zones.generation, verdict)
+        return verdict
 
     async def picks(
         self, namespace: str, refs: Sequence[ClaimRef], nodes: Sequence[str]
@@ -163,53 +202,9 @@ class Devices:
         """Per node, the devices the pod's claims (``pod_claims``) get there: those allocated
         already, then the allocator's pick for the others. A node the claims do not fit, or where
         the allocator fails, is left out; when nothing is known, why."""
-        if not all(self.store.has_listed(k) for k in DRA_KINDS):
-            return {}, "DRA objects not listed yet (resource.k8s.io/v1 served? the extender allowed to list it?)"
-        claims: list[dict[str, Any]] = []
-        for ref in refs:
-            claim = self.store.objects["resourceclaims"].get(store_key(namespace, ref.claim or ""))
-            if claim is None:
-                return {}, f"claim {ref.name} of the pod: {'not created yet' if ref.claim is None else 'not seen yet'}"
-            claims.append(claim)
-        fixed = [p for c in claims for p in allocation_picks(c) or ()]
-        todo = [c for c in claims if allocation_picks(c) is None]
-        if not todo:
-            return dict.fromkeys(nodes, fixed), ""
-        try:
-            await self.sync()
-            answers = await self.allocator.allocate(todo, nodes, per_node=self.timeout)
-        except (AllocatorGoneError, ValueError, TimeoutError, OSError) as exc:
-            logger.warning("DRA allocator: %s", exc)
-            return {}, f"the DRA allocator did not answer ({exc})"
-        keys = [f"{namespace}/{c['metadata']['name']}" for c in todo]
-        picked = {n: [*fixed, *_picked(a, keys)] for n, a in answers.items() if not a.error}
-        errors = [a.error for a in answers.values() if a.error and not a.unsuitable]
-        return picked, f"the allocator failed: {errors[0]}" if errors else ""
-
-    async def sync(self) -> None:
-        """Send the helper what changed in the store since the last call (everything after it started)."""
-        restarted = await self.allocator.ensure()
-        taken = self._changes.take()
-        for kind, model in HELPER_KINDS.items():
-            objects = self.store.objects[kind]
-            changed = taken[kind]
-            if restarted or changed is None:
-                if kind == "resourceslices":
-                    self.zones.clear()
-                keys: set[str] | Sequence[str] = list(objects)
-            else:
-                keys = changed
-            for key in keys:
-                obj = objects.get(key)
-                name = key_name(key) if kind != "resourceclaims" else key
-                if obj is None:
-                    self.allocator.delete(model, name)
-                    if kind == "resourceslices":
-                        self.zones.delete(key)
-                    continue
-                self.allocator.put(model, obj)
-                if kind == "resourceslices":
-                    self.zones.put(key, obj)
+        found = await self.predictor.predict(namespace, refs, nodes)
+        picks = {n: p for n in nodes if (p := found.of(n)) is not None}
+        return picks, found.failure()
 
     def _remember(self, uid: str, asked: Asked) -> Asked:
         self._asked[uid] = asked
@@ -220,11 +215,14 @@ class Devices:
 
     # -- bind -----------------------------------------------------------------------------------
 
-    async def check_bind(self, uid: str, name: str, node: str) -> str:
+    async def check_bind(self, uid: str, name: str, node: str, numa: Sequence[int]) -> str:
         """Why the pod's bind to ``node`` must be refused ("" to go on): the allocation written for
-        its claims lies off the zones predicted for its CPUs, where the node applies strict."""
+        its claims lies off ``numa``, the zones predicted for its CPUs, where the node applies strict."""
         asked = self._asked.pop(uid, None)
         if asked is None or self.api is None:
+            return ""
+        nrt = asked.nrts.get(node)
+        if mode_of(asked.annotation, self.default_mode, nrt.policy if nrt is not None else "") != STRICT:
             return ""
         claims = []
         for ref in asked.refs:
@@ -240,8 +238,8 @@ class Devices:
             claims.append(claim)
             self.store.event("resourceclaims", "MODIFIED", claim)  # the next pods see it taken now
         picks = [p for c in claims for p in allocation_picks(c) or ()]
-        verdict = judge(picks, self.zones, asked.cpus.get(node))
-        if verdict.verdict != MISALIGNED or asked.modes.get(node, STRICT) != STRICT:
+        verdict = judge(picks, self.zones, cpu_zones(asked.pins, nrt, numa))
+        if verdict.verdict != MISALIGNED:
             return ""
         REFUSED.inc()
         why = f"DRA devices off the pod's CPUs: {verdict.reason}"
@@ -283,7 +281,3 @@ class Devices:
             DEALLOCATED.inc()
             logger.info("claim %s/%s: deallocated after a refused bind", meta["namespace"], meta["name"])
             return
-
-
-def _picked(answer: NodePick, keys: Sequence[str]) -> list[Pick]:
-    return [Pick(keys[d[0]], d[1], d[2], d[3], d[4]) for d in answer.devices]

@@ -8,7 +8,7 @@ the bind and ``toposched explain`` all use. A device whose zone is not known is 
 aligned.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -98,17 +98,24 @@ class DeviceZones:
     def __init__(self) -> None:
         self._by_slice: dict[str, dict[tuple[str, str, str], DeviceNuma]] = {}
         self._where: dict[tuple[str, str, str], DeviceNuma] | None = {}
+        self.generation = 0
+        """Bumped by every change: a verdict of an earlier generation may be wrong."""
 
     def put(self, key: str, slice_: Mapping[str, Any]) -> None:
         self._by_slice[key] = slice_devices(slice_)
-        self._where = None
+        self._changed()
 
     def delete(self, key: str) -> None:
         if self._by_slice.pop(key, None) is not None:
-            self._where = None
+            self._changed()
 
     def clear(self) -> None:
-        self._by_slice, self._where = {}, {}
+        self._by_slice = {}
+        self._changed()
+
+    def _changed(self) -> None:
+        self._where = None
+        self.generation += 1
 
     def of(self, driver: str, pool: str, device: str) -> DeviceNuma | None:
         """The device's zones; None when no slice publishes it."""
@@ -165,28 +172,50 @@ class Alignment:
     reason: str = ""
 
 
-def judge(picks: Iterable[Pick], zones: DeviceZones, cpu_zones: Sequence[int] | None) -> Alignment:
+def judge(picks: Sequence[Pick], zones: DeviceZones, cpu_zones: Sequence[int] | None) -> Alignment:
     """Do the picked devices lie on the NUMA zones of the pod's pinned CPUs? ``cpu_zones``: where
-    the kubelet is predicted to pin them, empty when it pins none, None when that is not known.
-    A misaligned device decides; else an unknown one; a device near several zones is aligned when
-    one of them is a CPU zone."""
+    the kubelet is predicted to pin them, empty when it pins none, None when that is not known."""
+    verdict = judge_devices([(p.driver, p.pool, p.device) for p in picks], zones, cpu_zones)
+    return Alignment(verdict.verdict, verdict.reason(lambda at: describe(picks[at])))
+
+
+class DeviceVerdict(NamedTuple):
+    """``judge_devices``' answer: the verdict, the device deciding it (-1: none) and what is said of it."""
+
+    verdict: str
+    at: int = -1
+    detail: str = ""
+
+    def reason(self, named: Callable[[int], str]) -> str:
+        """The reason, the deciding device named by ``named`` (its position)."""
+        return f"{named(self.at)}{self.detail}" if self.at >= 0 else self.detail
+
+
+def judge_devices(
+    devices: Sequence[tuple[str, str, str]], zones: DeviceZones, cpu_zones: Sequence[int] | None
+) -> DeviceVerdict:
+    """``judge`` of (driver, pool, device) triples, without naming claims (the extender keeps it per
+    node: a workload's pods differ only by their claims' names). A misaligned device decides; else
+    an unknown one; a device near several zones is aligned when one of them is a CPU zone."""
     if cpu_zones is not None and not cpu_zones:
-        return Alignment(UNPINNED)
-    unknown = ""
+        return DeviceVerdict(UNPINNED)
+    unknown = DeviceVerdict(ALIGNED)
     cpus = set(cpu_zones or ())
-    for pick in picks:
-        where = zones.of(pick.driver, pick.pool, pick.device)
+    for at, (driver, pool, device) in enumerate(devices):
+        where = zones.of(driver, pool, device)
         if where is None:
-            unknown = unknown or f"{describe(pick)}: published by no ResourceSlice seen"
+            found = DeviceVerdict(UNKNOWN, at, ": published by no ResourceSlice seen")
         elif where.zones is None:
-            unknown = unknown or f"{describe(pick)}: NUMA node not known ({where.why})"
+            found = DeviceVerdict(UNKNOWN, at, f": NUMA node not known ({where.why})")
         elif cpu_zones is None:
-            unknown = unknown or f"{describe(pick)} on NUMA {_numa(where.zones)}, CPU zones not predicted"
+            found = DeviceVerdict(UNKNOWN, at, f" on NUMA {_numa(where.zones)}, CPU zones not predicted")
         elif not where.zones & cpus:
-            return Alignment(
-                MISALIGNED, f"{describe(pick)} on NUMA {_numa(where.zones)}, CPUs would be on NUMA {_numa(cpus)}"
-            )
-    return Alignment(UNKNOWN, unknown) if unknown else Alignment(ALIGNED)
+            return DeviceVerdict(MISALIGNED, at, f" on NUMA {_numa(where.zones)}, CPUs would be on NUMA {_numa(cpus)}")
+        else:
+            continue
+        if unknown.verdict == ALIGNED:
+            unknown = found
+    return unknown
 
 
 def describe(pick: Pick) -> str:

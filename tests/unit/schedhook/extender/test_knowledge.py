@@ -49,6 +49,17 @@ def answer(view: ClusterView, pod: dict[str, Any]) -> tuple[bool, str]:
     return result.fit, result.reason
 
 
+def judged(view: ClusterView, blind: bool, *said: str) -> None:
+    """An exclusive pod fails a blind node, the reason beginning with ``said[0]`` and saying the
+    rest; a pod that needs nothing exclusive is judged as before."""
+    fit, reason = answer(view, EXCLUSIVE)
+    assert fit is not blind
+    if blind:
+        assert reason.startswith(said[0]), reason
+        assert all(part in reason for part in said[1:]), reason
+    assert answer(view, SHARED)[0]
+
+
 Step = Callable[[ClusterView, Clock], None]
 
 
@@ -83,12 +94,7 @@ def test_a_node_missing_its_nrt(labelled: bool, step: Step, blind: bool) -> None
     clock = Clock()
     view = extender(clock, labelled)
     step(view, clock)
-    fit, reason = answer(view, EXCLUSIVE)
-    assert fit is not blind
-    if blind:
-        assert reason.startswith("NRT of n1 missing since ")
-        assert "not publishing" in reason
-    assert answer(view, SHARED)[0]  # a pod that needs nothing exclusive is judged as before
+    judged(view, blind, "NRT of n1 missing since ", "not publishing")
 
 
 def test_an_nrt_that_leaves_out_a_bound_pod_turns_stale_and_recovers() -> None:
@@ -152,12 +158,7 @@ def test_an_nrt_that_went_back_blinds_the_node_at_once_until_it_counts_the_pods_
     view = extender(clock, labelled=True)
     _restarted(view, clock)
     then(view, clock)
-    fit, reason = answer(view, EXCLUSIVE)
-    assert fit is not blind
-    if blind:
-        assert reason.startswith("NRT of n1 went back at ")
-        assert "no longer counts 1 pod(s) still running there" in reason
-    assert answer(view, SHARED)[0]
+    judged(view, blind, "NRT of n1 went back at ", "no longer counts 1 pod(s) still running there")
 
 
 def test_a_node_turning_blind_is_told_once_each_time() -> None:

@@ -87,9 +87,10 @@ def rendered(*values: str) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
-    """The chart's wiring of the extender: HTTPS with a client certificate the extender checks, and
-    a NetworkPolicy that admits only the release's kube-scheduler pods to the extender port."""
-    objects = rendered()
+    """The chart's wiring of schedhook's extender (without the sidecar): HTTPS with a client
+    certificate the extender checks, and a NetworkPolicy that admits only the release's
+    kube-scheduler pods to the extender port."""
+    objects = rendered("--set", "scheduler.extenderSidecar=false")
     schedhook = objects["Deployment", "t-toposched-schedhook"]["spec"]["template"]
     scheduler = objects["Deployment", "t-toposched-scheduler"]["spec"]["template"]
     (container,) = schedhook["spec"]["containers"]
@@ -128,6 +129,41 @@ def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
     assert "extender" in {p["name"] for p in container["ports"]}
 
 
+def test_the_extender_beside_each_scheduler() -> None:
+    """The default: 2 kube-scheduler replicas spread over nodes, each with schedhook's extender as a
+    sidecar called over loopback that acts only while its scheduler holds the Lease, with schedhook's
+    rights; 2 webhook replicas spread over nodes; a PodDisruptionBudget for each."""
+    objects = rendered()
+    scheduler = objects["Deployment", "t-toposched-scheduler"]
+    pod = scheduler["spec"]["template"]["spec"]
+    assert scheduler["spec"]["replicas"] == 2
+    extender = pod["containers"][1]
+    assert extender["name"] == "extender"
+    assert "--scheduler-lease=ns/toposched-scheduler" in extender["args"]
+    assert {"--no-controllers", "--port=8889", "--extender-client-name=t-toposched-scheduler"} <= set(extender["args"])
+    assert not any(a.startswith("--tls-cert") for a in extender["args"])  # no webhooks in the sidecar
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "extender-tls"]
+    assert volume["secret"]["secretName"] == "t-toposched-schedhook-tls"
+    config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
+    (called,) = config["extenders"]
+    assert called["urlPrefix"] == "https://127.0.0.1:8889"
+    assert called["tlsConfig"]["serverName"] == "t-toposched-schedhook.ns.svc"
+    binding = objects["ClusterRoleBinding", "t-toposched-scheduler-schedhook"]
+    assert binding["roleRef"]["name"] == "t-toposched-schedhook"
+    assert binding["subjects"][0]["name"] == pod["serviceAccountName"]
+    for name, component in (("t-toposched-scheduler", "scheduler"), ("t-toposched-schedhook", "schedhook")):
+        deployment = objects["Deployment", name]["spec"]
+        assert deployment["replicas"] == 2
+        (term,) = deployment["template"]["spec"]["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["podAffinityTerm"]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        budget = objects["PodDisruptionBudget", name]["spec"]
+        assert budget == {"minAvailable": 1, "selector": deployment["selector"]}
+    one = rendered("--set", "scheduler.replicas=1", "--set", "schedhook.replicas=1")
+    assert not [key for key in one if key[0] == "PodDisruptionBudget"]
+
+
 def test_host_network_mode() -> None:
     """hack/chart-local-cluster.yaml: every pod on the host network, reaching the apiserver at
     the address given; each listener on the node's address, the extender on loopback only, called
@@ -161,6 +197,22 @@ def test_host_network_mode() -> None:
 
     scheduler = pods["t-toposched-scheduler"]
     assert "--bind-address=$(POD_IP)" in scheduler["containers"][0]["command"]
+    # Replicas on different nodes (their ports would clash), replaced one at a time.
+    for name, component in (("t-toposched-scheduler", "scheduler"), ("t-toposched-schedhook", "schedhook")):
+        spread = pods[name]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert spread[0]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        strategy = objects["Deployment", name]["spec"]["strategy"]
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # The sidecar's extender on the host's loopback, at a port of its own.
+    sidecar = scheduler["containers"][1]
+    assert {"--address=127.0.0.1", "--port=8889", "--metrics-address=$(POD_IP)"} <= set(sidecar["args"])
+    assert sidecar["readinessProbe"]["httpGet"]["host"] == "127.0.0.1"
+    config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
+    assert config["extenders"][0]["urlPrefix"] == "https://127.0.0.1:8889"
+
+    # Without the sidecar: the one kube-scheduler runs on schedhook's node and calls it on loopback.
+    objects = rendered("-f", local, "--set", "scheduler.extenderSidecar=false")
+    scheduler = objects["Deployment", "t-toposched-scheduler"]["spec"]["template"]["spec"]
     (term,) = scheduler["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "schedhook"
@@ -168,8 +220,6 @@ def test_host_network_mode() -> None:
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == "https://127.0.0.1:8888"
     assert extender["tlsConfig"]["serverName"] == "t-toposched-schedhook.ns.svc"
-    for name in ("t-toposched-schedhook", "t-toposched-scheduler"):
-        assert objects["Deployment", name]["spec"]["strategy"] == {"type": "Recreate"}
 
     # The example names the kube-scheduler image make images builds: the pinned version.
     pinned = (REPO / "hack" / "versions.env").read_text()

@@ -131,13 +131,14 @@ async def release(kubeconfig: Path) -> AsyncIterator[Release]:
 
 
 async def pods_ready(api: client.ApiClient, release: Release, within: float) -> list[Any]:
-    """Every pod of the release Ready: 2 exporters, the operator, schedhook, kube-scheduler."""
+    """Every pod of the release Ready: 2 exporters, the operator, 2 of schedhook (the webhooks) and
+    2 of kube-scheduler (each with its extender beside it), one of each on each node."""
     core = client.CoreV1Api(api)
 
     async def ready() -> list[Any] | None:
         pods = (await core.list_namespaced_pod(release.namespace)).items
         by = [p.metadata.labels.get("app.kubernetes.io/component") for p in pods]
-        complete = sorted(by) == ["exporter", "exporter", "operator", "schedhook", "scheduler"]
+        complete = sorted(by) == ["exporter", "exporter", "operator", *["schedhook"] * 2, *["scheduler"] * 2]
         return pods if complete and all(_ready(p) for p in pods) else None
 
     return await wait_for(ready, within=within, what="every pod of the release Ready")
@@ -272,7 +273,8 @@ async def upgrade_keeps_the_certificates(api: client.ApiClient, namespace: str, 
 
     async def rolled() -> bool:
         deployment = await client.AppsV1Api(api).read_namespaced_deployment("toposched-schedhook", release.namespace)
-        return bool(deployment.status.updated_replicas == 1 and deployment.status.ready_replicas == 1)
+        wanted = deployment.spec.replicas
+        return bool(deployment.status.updated_replicas == wanted and deployment.status.ready_replicas == wanted)
 
     await wait_for(rolled, within=120, what="schedhook rolled out after the upgrade")
     await pods_ready(api, release, within=120)

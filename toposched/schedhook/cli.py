@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # imported where used: the other commands start without them
     from aiohttp import web
 
     from toposched.kube import rest
+    from toposched.schedhook.extender.acting import Acting
     from toposched.schedhook.extender.coordinator import Coordinator
     from toposched.schedhook.extender.store import ObjectStore
 
@@ -38,10 +39,11 @@ async def _serve(settings: SchedhookSettings) -> None:
         store = ObjectStore()
         coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
         feeding = asyncio.create_task(feed(store, api, coordinator.warm))
-        runners = [await _extender_listener(settings, coordinator)]
+        tasks = [] if settings.no_controllers else _controllers(settings, api, store)
+        acting = _acting(settings, api, tasks)
+        runners = [await _extender_listener(settings, coordinator, acting)]
         if settings.metrics_port:
             prometheus_client.start_http_server(settings.metrics_port, settings.metrics_address)
-        tasks = _controllers(settings, api, store)
         hooks = await _webhooks_listener(settings)
         if hooks is not None:
             runners.append(hooks)
@@ -62,15 +64,33 @@ async def _serve(settings: SchedhookSettings) -> None:
             await coordinator.devices.close()
 
 
-async def _extender_listener(settings: SchedhookSettings, coordinator: "Coordinator") -> "web.AppRunner":
-    """kube-scheduler's extender calls, over HTTPS from its client certificate only."""
+def _acting(settings: SchedhookSettings, api: "rest.Kube", tasks: list[asyncio.Task[None]]) -> "Acting | None":
+    """With --scheduler-lease, who acts: followed from the Lease in a task added to ``tasks``."""
+    from toposched.schedhook.extender.acting import Acting, default_identity, follow_lease
+
+    if not settings.scheduler_lease:
+        return None
+    namespace, _, name = settings.scheduler_lease.rpartition("/")
+    acting = Acting(settings.scheduler_identity or default_identity())
+    tasks.append(asyncio.create_task(follow_lease(api, namespace or "kube-system", name, acting)))
+    log.info("acting only while kube-scheduler %s holds Lease %s/%s", acting.identity, namespace or "kube-system", name)
+    return acting
+
+
+async def _extender_listener(
+    settings: SchedhookSettings, coordinator: "Coordinator", acting: "Acting | None" = None
+) -> "web.AppRunner":
+    """kube-scheduler's extender calls, over HTTPS from its client certificate only (and, with a
+    Lease to follow, only while its own kube-scheduler holds it)."""
     from aiohttp import web
 
+    from toposched.schedhook.extender.acting import acting_only
     from toposched.schedhook.extender.clientauth import require_client, server_context
     from toposched.schedhook.extender.server import Extender
 
     clients = list(settings.extender_client_names)
-    runner = web.AppRunner(Extender(coordinator).app([require_client(clients)]), access_log=None)
+    middlewares = [require_client(clients)] + ([acting_only(acting)] if acting is not None else [])
+    runner = web.AppRunner(Extender(coordinator).app(middlewares), access_log=None)
     await runner.setup()
     cert, key, ca = settings.extender_tls_cert, settings.extender_tls_key, settings.extender_client_ca
     tls = server_context(str(cert), str(key), str(ca))  # all three checked by run()

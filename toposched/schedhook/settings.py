@@ -185,6 +185,32 @@ class SchedhookSettings(Settings):
             help="the most seconds the allocator may search a node's devices; past it the node's pick is unknown",
         ),
     ] = 2.0
+    scheduler_lease: Annotated[
+        str,
+        Setting(
+            "--scheduler-lease",
+            env="TOPOSCHED_SCHEDULER_LEASE",
+            metavar="NAMESPACE/NAME",
+            help="kube-scheduler's Lease: the extender acts only while the kube-scheduler of its own pod holds it, "
+            "as the apiserver says (schedhook as a sidecar of each replica); empty: it always acts",
+        ),
+    ] = ""
+    scheduler_identity: Annotated[
+        str,
+        Setting(
+            "--scheduler-identity",
+            env="TOPOSCHED_SCHEDULER_IDENTITY",
+            shown="the hostname",
+            help="how kube-scheduler's Lease identity (<hostname>_<uuid>) starts when its own scheduler holds it",
+        ),
+    ] = ""
+    no_controllers: Annotated[
+        bool,
+        Setting(
+            "--no-controllers",
+            help="leave releasing AppGroup gates and remediation to another schedhook (for kube-scheduler's sidecar)",
+        ),
+    ] = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:

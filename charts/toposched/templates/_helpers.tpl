@@ -51,3 +51,98 @@ hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
 {{- end -}}
+
+{{/* schedhook's placement flags, the same in its Deployment and in kube-scheduler's sidecar. */}}
+{{- define "toposched.placementArgs" -}}
+- --extender-client-ca=/tls/ca.crt
+- --extender-client-name={{ printf "%s-scheduler" (include "toposched.fullname" .) }}
+- --weights-name={{ .Values.schedhook.weightsName }}
+- --strategy={{ .Values.schedhook.numaStrategy }}
+- --missing-nrt={{ .Values.schedhook.missingNrt }}
+- --dra-alignment={{ .Values.schedhook.draAlignment }}
+{{- end -}}
+
+{{/* Replicas of a component spread over nodes: preferred, or required on the host network (their ports would clash). */}}
+{{- define "toposched.spread" -}}
+podAntiAffinity:
+  {{- if .root.Values.hostNetwork.enabled }}
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels: {{- include "toposched.selector" . | nindent 10 }}
+  {{- else }}
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels: {{- include "toposched.selector" . | nindent 12 }}
+  {{- end }}
+{{- end -}}
+
+{{/* A PodDisruptionBudget keeping one replica of a component of several (a drain never takes the last). */}}
+{{- define "toposched.pdb" -}}
+{{- if gt (int .replicas) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "toposched.labels" .root | nindent 4 }}
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels: {{- include "toposched.selector" (dict "root" .root "component" .component) | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/* schedhook's extender as a container of each kube-scheduler replica, reached over the pod's loopback:
+     kube-scheduler's own leader election decides which extender is called, and the extender acts only
+     while its scheduler holds the Lease (read from the apiserver). It keeps its store warm meanwhile. */}}
+{{- define "toposched.extenderSidecar" -}}
+- name: extender
+  image: {{ include "toposched.image" (dict "root" . "which" "operator") }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  {{- if or .Values.hostNetwork.enabled .Values.hostNetwork.apiServer }}
+  env:
+    {{- if .Values.hostNetwork.enabled }}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    {{- end }}
+    {{- include "toposched.apiServerEnv" . | nindent 4 }}
+  {{- end }}
+  args:
+    - schedhook
+    {{- if .Values.hostNetwork.enabled }}
+    # Only for the kube-scheduler beside it (the host's loopback); metrics at the node's address.
+    - --address=127.0.0.1
+    - --metrics-address=$(POD_IP)
+    {{- end }}
+    - --port={{ .Values.scheduler.extenderPort }}
+    - --metrics-port={{ .Values.scheduler.extenderMetricsPort }}
+    # The extender alone: the webhooks and the controllers are schedhook's Deployment's.
+    - --extender-tls-cert=/tls/tls.crt
+    - --extender-tls-key=/tls/tls.key
+    - --no-controllers
+    {{- include "toposched.placementArgs" . | nindent 4 }}
+    {{- if .Values.scheduler.leaderElection }}
+    - --scheduler-lease={{ .Release.Namespace }}/toposched-scheduler
+    {{- end }}
+  ports:
+    - {name: ext-metrics, containerPort: {{ .Values.scheduler.extenderMetricsPort }}}
+  {{- range $probe, $period := dict "livenessProbe" 20 "readinessProbe" 5 }}
+  {{ $probe }}:
+    httpGet:
+      path: {{ ternary "/healthz" "/readyz" (eq $probe "livenessProbe") }}
+      port: {{ $.Values.scheduler.extenderPort }}
+      scheme: HTTPS
+      {{- if $.Values.hostNetwork.enabled }}
+      host: 127.0.0.1
+      {{- end }}
+    periodSeconds: {{ $period }}
+  {{- end }}
+  resources: {{- toYaml .Values.schedhook.resources | nindent 4 }}
+  securityContext: {{- include "toposched.restricted" . | nindent 4 }}
+  volumeMounts:
+    - {name: extender-tls, mountPath: /tls, readOnly: true}
+{{- end -}}

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.schedhook.extender.inflight import InFlight
 from toposched.schedhook.extender.knowledge import Knowledge
 from toposched.schedhook.extender.reservations import Accounting, Ledger, Reservation
 from toposched.schedhook.extender.snapshots import SnapshotBuilder
@@ -34,6 +35,7 @@ class ClusterView:
         self.snapshots = SnapshotBuilder(store, weights_name)
         self.ledger = Ledger(reservation_timeout)
         self.accounting = Accounting(store)
+        self.in_flight = InFlight(store, self.ledger, self.accounting)
         self._nrt_changes = store.changes(("nrts",))
         self._moved = store.pods.reader()
         self.being_bound: dict[str, tuple[Placed, float]] = {}
@@ -59,8 +61,9 @@ class ClusterView:
 
     def settle(self) -> list[Reservation]:
         """The reservations still held, after ending those of pods deleted or finished, those the
-        NRTs now account for and those timed out."""
+        NRTs now account for and those timed out, and holding the binds in flight it did not make."""
         self.ledger.release_pods(self.store.pods.take_ended())
+        self.in_flight.hold()
         self.ledger.check_again(self.store.pods.take_moved(self._moved))
         nrts = self._nrt_changes.take()["nrts"]
         self.ledger.check_again(None if nrts is None else [key_name(key) for key in nrts])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Self
 
+from toposched.schedhook.extender.reservations import request_of
 from toposched.schedhook.placement.evaluate import Results
 
 KEEP_RESULTS = 64
@@ -29,11 +30,7 @@ class Filtered:
 
     @classmethod
     def of(cls, results: Results) -> Self:
-        request: dict[str, Decimal] = {}
-        for c in results.pod.containers:
-            for r, q in c.request.items():
-                request[r] = request.get(r, Decimal(0)) + q
-        return cls(results, request, results.meta.member if results.meta is not None else None)
+        return cls(results, request_of(results.pod), results.meta.member if results.meta is not None else None)
 
 
 class FilterMemory:

@@ -4,7 +4,9 @@ A node's knowledge is one of:
 
 - **known**: its NRT is there and keeps up with the pods bound to the node;
 - **stale**: its NRT has left out a pod bound to the node for longer than ``stale_after``
-  (by the NRT's pods fingerprint: the exporter on that node is not keeping up);
+  (by the NRT's pods fingerprint: the exporter on that node is not keeping up), or at once when
+  it went back -- it leaves out pods still running there that an earlier NRT counted (a restarted
+  kubelet rebuilding its state: ``freshness.went_back``) -- until it counts them again;
 - **missing**: it has no NRT, but one is expected -- the Node carries a Topology Manager policy
   label other than ``none`` (the exporter sets it from its kubelet; an operator may set it), or the
   node had an NRT less than ``grace`` seconds ago;
@@ -24,9 +26,10 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL
+from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT, TOPOLOGY_MANAGER_POLICY_LABEL
 from toposched.schedhook.extender.store import ObjectStore, attributes_of, key_name, store_key
-from toposched.schedhook.placement.freshness import accounted, counted_pods
+from toposched.schedhook.placement.freshness import accounted, counted_pods, matched, went_back
+from toposched.schedhook.placement.model import Pod
 
 logger = logging.getLogger(__name__)
 STALE, MISSING = "stale", "missing"
@@ -36,6 +39,8 @@ BLIND = Gauge(
     ["state"],
 )
 
+OnNode = list[tuple[str, str, Pod]]
+"""The pods bound to a node, oldest bind first: (namespace, name, requests)."""
 TurnedBlind = Callable[[dict[str, Any], str], None]
 """Told of a Node that turned blind: its body, and why."""
 
@@ -78,6 +83,10 @@ class Knowledge:
         """Node -> since when it has had no NRT, for nodes that had one or are labelled."""
         self._behind: dict[str, tuple[float, int]] = {}
         """Node -> (since when, how many) bound pods its NRT leaves out."""
+        self._counted: dict[str, frozenset[tuple[str, str]]] = {}
+        """Node -> the pods its NRT accounted for (while it went back, those it accounted for before)."""
+        self._went_back: dict[str, tuple[float, int]] = {}
+        """Node -> (since when, how many) running pods its NRT no longer counts."""
 
     def blind_nodes(self) -> dict[str, str]:
         """The blind nodes now, with why: in the metric, and each that turned blind since the last
@@ -107,6 +116,13 @@ class Knowledge:
                 "(a NUMA-managed node: the pod would be admitted or rejected blindly)"
             )
             out[name] = Blind(MISSING, since, why)
+        for name, (since, count) in self._went_back.items():
+            if name not in out:
+                why = (
+                    f"NRT of {name} went back at {clock(since)}: it no longer counts {count} pod(s) still running "
+                    "there (its kubelet restarting? its state is rebuilt from its checkpoint)"
+                )
+                out[name] = Blind(STALE, since, why)
         for name, (since, count) in self._behind.items():
             if now - since > self.stale_after and name not in out:
                 why = (
@@ -144,18 +160,40 @@ class Knowledge:
         if nrt is not None:
             self._had_nrt[name] = now
             self._missing.pop(name, None)
-            self._behind_of(name, nrt, now)
+            attributes = attributes_of(nrt)
+            bound = list(self.store.pods.on.get(name, {}).values())
+            self._went_back_of(name, attributes, bound, now)
+            self._behind_of(name, attributes, bound, now)
             return
         self._behind.pop(name, None)
         if name not in self._missing and self._expected(name, now):
             self._missing[name] = now
 
-    def _behind_of(self, name: str, nrt: dict[str, Any], now: float) -> None:
+    def _went_back_of(self, name: str, attributes: dict[str, str], bound: OnNode, now: float) -> None:
+        """Whether the NRT left out running pods an earlier one counted (``went_back``). What it
+        counts is judged only when its fingerprint is exactly of a recent set of the node's pods;
+        otherwise the last judgement stands."""
+        exact = matched(attributes, bound)
+        if exact is None:
+            if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):  # none at all: nothing is known of its pods
+                self._counted.pop(name, None)
+                self._went_back.pop(name, None)
+            return
+        terminating = self.store.pods.terminating
+        running = {(ns, pod) for ns, pod, _ in bound if store_key(ns, pod) not in terminating}
+        before = self._counted.get(name, frozenset())
+        dropped = went_back(before, exact, running)
+        if dropped:  # compare the next NRTs with all it counted before
+            self._went_back[name] = (self._went_back.get(name, (now, 0))[0], len(dropped))
+            self._counted[name] = before & running
+        else:
+            self._went_back.pop(name, None)
+            self._counted[name] = exact
+
+    def _behind_of(self, name: str, attributes: dict[str, str], bound: OnNode, now: float) -> None:
         """Since when the NRT has left out pods bound to the node, by its fingerprint: the newest
         few it is usually behind by, since they were bound; or, when it matches no recent set of
         the node's pods at all, since that was first seen."""
-        attributes = attributes_of(nrt)
-        bound = list(self.store.pods.on.get(name, {}).values())
         held = accounted(attributes, bound)
         if held is None:  # no fingerprint: nothing can be said
             self._behind.pop(name, None)

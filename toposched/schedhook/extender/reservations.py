@@ -16,6 +16,7 @@ from typing import Protocol
 
 from toposched.schedhook.extender.store import ObjectStore, attributes_of
 from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.model import Pod
 
 
 @dataclass
@@ -28,6 +29,16 @@ class Reservation:
     since: float = field(default_factory=time.monotonic)
     key: str = ""
     """namespace/name, to find the pod among the node's pods."""
+
+
+def request_of(pod: Pod) -> dict[str, Decimal]:
+    """What a bind of the pod holds on its zones: the sum of its app containers' requests (what
+    the NRT will show taken)."""
+    request: dict[str, Decimal] = {}
+    for c in pod.containers:
+        for r, q in c.request.items():
+            request[r] = request.get(r, Decimal(0)) + q
+    return request
 
 
 class Accounts(Protocol):

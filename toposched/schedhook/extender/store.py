@@ -72,6 +72,8 @@ class BoundPods:
         """Keys of pods deleted or finished since the cluster view last took them."""
         self.bound_at: dict[str, float] = {}
         """Pod key -> when the watch first showed it bound (wall clock)."""
+        self.terminating: set[str] = set()
+        """Keys of bound pods being deleted: their kubelet may already have let go of them."""
         self._moved: list[set[str] | None] = []
         """Per reader, the nodes whose pods changed since it last took them (None: any may have)."""
 
@@ -87,12 +89,14 @@ class BoundPods:
     def clear(self) -> None:
         for node in self.on:
             self.version[node] = self.version.get(node, 0) + 1
-        self.placed, self.on, self._node_of = {}, {}, {}
+        self.placed, self.on, self._node_of, self.terminating = {}, {}, {}, set()
         self._moved = [None for _ in self._moved]
 
     def apply(self, key: str, pod: dict[str, Any] | None) -> None:
         """The pod ``key`` is now ``pod`` (None: deleted)."""
         placed = placed_pod(pod) if pod is not None else None
+        was_terminating = key in self.terminating
+        self.terminating.discard(key)
         if placed is None:  # deleted or finished: it holds nothing any more
             self.placed.pop(key, None)
             self.bound_at.pop(key, None)
@@ -100,14 +104,15 @@ class BoundPods:
         else:
             self.placed[key] = placed
             self.bound_at.setdefault(key, time.time())
+            if pod is not None and (pod.get("metadata") or {}).get("deletionTimestamp"):
+                self.terminating.add(key)
         node = placed.node if placed is not None else None
         before = self._node_of.get(key)
         if before == node:
+            if node is not None and was_terminating != (key in self.terminating):
+                self._mark_moved((node,))
             return
-        for changed in (before, node):
-            for moved in self._moved:
-                if changed is not None and moved is not None:
-                    moved.add(changed)
+        self._mark_moved((before, node))
         if before is not None:
             self.on.get(before, {}).pop(key, None)
             self.version[before] = self.version.get(before, 0) + 1
@@ -122,6 +127,12 @@ class BoundPods:
             self.on.setdefault(node, {})[key] = (meta.get("namespace", ""), meta["name"], requests)
             self._node_of[key] = node
             self.version[node] = self.version.get(node, 0) + 1
+
+    def _mark_moved(self, nodes: Iterable[str | None]) -> None:
+        for changed in nodes:
+            for moved in self._moved:
+                if changed is not None and moved is not None:
+                    moved.add(changed)
 
     def take_ended(self) -> set[str]:
         ended, self.ended = self.ended, set()

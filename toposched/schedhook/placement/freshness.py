@@ -8,7 +8,7 @@ the NRT's ``available`` already has their requests taken off, and the reservatio
 can go, while the newer ones stay.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
@@ -29,6 +29,16 @@ def accounted(
     ``pods`` are the pods bound to the node, oldest bind first. An NRT is usually a little
     behind: it matches the pods without the newest few. Up to ``lag`` newest are tried before
     giving up (an empty set: nothing can be said)."""
+    if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):
+        return None
+    return matched(attributes, pods, lag) or frozenset()
+
+
+def matched(
+    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], lag: int = 8
+) -> frozenset[tuple[str, str]] | None:
+    """The pods the NRT's fingerprint is exactly of (the node's pods without the newest few, up to
+    ``lag``); None when it has none or it is of no such set (nothing can be said)."""
     published = attributes.get(NRT_ATTR_PODS_FINGERPRINT)
     if not published:
         return None
@@ -37,7 +47,20 @@ def accounted(
         prefix = counted[: len(counted) - newest]
         if fingerprint(prefix) == published:
             return frozenset(prefix)
-    return frozenset()
+    return None
+
+
+def went_back(
+    before: frozenset[tuple[str, str]], now: frozenset[tuple[str, str]], running: Collection[tuple[str, str]]
+) -> frozenset[tuple[str, str]]:
+    """The pods an earlier NRT of the node accounted for, still running there, that this one
+    (``now``, what it is exactly of) leaves out: the NRT went back.
+
+    A restarted kubelet does so: its PodResources lists no pod until it has admitted the running
+    ones again from its checkpoint, and the NRT then shows their CPUs free. Its managers are being
+    rebuilt meanwhile (a new pod may find no CPU hint at all), so nothing the NRT says of the node
+    holds until it accounts for those pods again."""
+    return frozenset(pod for pod in before if pod in running and pod not in now)
 
 
 def counted_pods(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]]) -> list[tuple[str, str, Pod]]:

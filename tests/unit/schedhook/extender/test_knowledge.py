@@ -49,6 +49,17 @@ def answer(view: ClusterView, pod: dict[str, Any]) -> tuple[bool, str]:
     return result.fit, result.reason
 
 
+def judged(view: ClusterView, blind: bool, *said: str) -> None:
+    """An exclusive pod fails a blind node, the reason beginning with ``said[0]`` and saying the
+    rest; a pod that needs nothing exclusive is judged as before."""
+    fit, reason = answer(view, EXCLUSIVE)
+    assert fit is not blind
+    if blind:
+        assert reason.startswith(said[0]), reason
+        assert all(part in reason for part in said[1:]), reason
+    assert answer(view, SHARED)[0]
+
+
 Step = Callable[[ClusterView, Clock], None]
 
 
@@ -83,12 +94,7 @@ def test_a_node_missing_its_nrt(labelled: bool, step: Step, blind: bool) -> None
     clock = Clock()
     view = extender(clock, labelled)
     step(view, clock)
-    fit, reason = answer(view, EXCLUSIVE)
-    assert fit is not blind
-    if blind:
-        assert reason.startswith("NRT of n1 missing since ")
-        assert "not publishing" in reason
-    assert answer(view, SHARED)[0]  # a pod that needs nothing exclusive is judged as before
+    judged(view, blind, "NRT of n1 missing since ", "not publishing")
 
 
 def test_an_nrt_that_leaves_out_a_bound_pod_turns_stale_and_recovers() -> None:
@@ -105,6 +111,54 @@ def test_an_nrt_that_leaves_out_a_bound_pod_turns_stale_and_recovers() -> None:
     assert reason.startswith("NRT of n1 is stale: 1 pod(s) bound since ")
     view.store.event("nrts", "MODIFIED", nrt([("ns", "old")], version="2"))
     assert answer(view, EXCLUSIVE)[0]
+
+
+def _restarted(view: ClusterView, clock: Clock) -> None:
+    """The running pod ``old`` counted, then the kubelet restarts: its NRT counts no pod (and shows
+    every CPU free) until it has admitted ``old`` again from its checkpoint."""
+    view.store.event("pods", "ADDED", pod_body("old", namespace="ns", node_name="n1", cpu=3, memory="1Gi"))
+    view.store.event("nrts", "MODIFIED", nrt([("ns", "old")], version="2"))
+    assert answer(view, EXCLUSIVE)[0]
+    clock.t += 1
+    view.store.event("nrts", "MODIFIED", nrt([], version="3"))
+    view.snapshot()
+
+
+def _readmitted(view: ClusterView, clock: Clock) -> None:
+    view.store.event("nrts", "MODIFIED", nrt([("ns", "old")], version="4"))
+
+
+def _ended(view: ClusterView, clock: Clock) -> None:
+    view.store.event("pods", "DELETED", pod_body("old", namespace="ns", node_name="n1"))
+
+
+def _terminating(view: ClusterView, clock: Clock) -> None:
+    body = pod_body("old", namespace="ns", node_name="n1", cpu=3, memory="1Gi")
+    body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    view.store.event("pods", "MODIFIED", body)
+
+
+def _unknown_set(view: ClusterView, clock: Clock) -> None:
+    view.store.event("nrts", "MODIFIED", nrt([("ns", "other")], version="4"))
+
+
+@pytest.mark.parametrize(
+    ("then", "blind"),
+    [
+        pytest.param(nothing, True, id="right-after-the-restart"),
+        pytest.param(_unknown_set, True, id="an-nrt-of-no-known-set-changes-nothing"),
+        pytest.param(_readmitted, False, id="the-pod-counted-again"),
+        pytest.param(_ended, False, id="the-pod-ended"),
+        pytest.param(_terminating, False, id="the-pod-being-deleted"),
+    ],
+)
+def test_an_nrt_that_went_back_blinds_the_node_at_once_until_it_counts_the_pods_again(then: Step, blind: bool) -> None:
+    """The chaos run's kubelet restart (seed 11): a pod bound a second after it found no CPU hint."""
+    clock = Clock()
+    view = extender(clock, labelled=True)
+    _restarted(view, clock)
+    then(view, clock)
+    judged(view, blind, "NRT of n1 went back at ", "no longer counts 1 pod(s) still running there")
 
 
 def test_a_node_turning_blind_is_told_once_each_time() -> None:

@@ -11,7 +11,7 @@ from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.extender.clusterview import ClusterView
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.store import ObjectStore, store_key
-from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.freshness import accounted, matched, went_back
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
 from toposched.schedhook.placement.parse import pod_from_spec
@@ -66,6 +66,43 @@ A, B = ("ns", "a"), ("ns", "b")
 )
 def test_accounted(attributes: dict[str, str], expected: set[tuple[str, str]] | None) -> None:
     assert accounted(attributes, PODS) == expected
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        pytest.param({}, None, id="no-fingerprint"),
+        pytest.param(published([A, B], METHOD_ALL), {A, B}, id="all-pods"),
+        pytest.param(published([], METHOD_ALL), set(), id="of-no-pod"),
+        pytest.param(published([B], METHOD_ALL), None, id="of-no-recent-set"),
+    ],
+)
+def test_matched_tells_an_nrt_of_no_pod_from_one_of_an_unknown_set(
+    attributes: dict[str, str], expected: set[tuple[str, str]] | None
+) -> None:
+    assert matched(attributes, PODS) == expected
+
+
+C = ("ns", "c")
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "running", "dropped"),
+    [
+        pytest.param({A, B}, {A, B, C}, {A, B, C}, set(), id="caught-up-with-a-bind"),
+        pytest.param({A, B}, {A}, {A, B}, {B}, id="a-running-pod-left-out"),
+        pytest.param({A, B}, set(), {A, B, C}, {A, B}, id="kubelet-restarted-lists-nothing"),
+        pytest.param({A, B}, {A}, {A}, set(), id="the-pod-ended"),
+        pytest.param(set(), set(), {A, B}, set(), id="never-counted-them"),
+    ],
+)
+def test_went_back(
+    before: set[tuple[str, str]],
+    now: set[tuple[str, str]],
+    running: set[tuple[str, str]],
+    dropped: set[tuple[str, str]],
+) -> None:
+    assert went_back(frozenset(before), frozenset(now), running) == dropped
 
 
 def _nrt(rv: str, pods: list[tuple[str, str]] | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from prometheus_client import Gauge
 
 from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL
 from toposched.schedhook.extender.store import ObjectStore, attributes_of, key_name, store_key
-from toposched.schedhook.placement.freshness import accounted, counted_pods
+from toposched.schedhook.placement.freshness import left_out
 
 logger = logging.getLogger(__name__)
 STALE, MISSING = "stale", "missing"
@@ -156,17 +156,12 @@ class Knowledge:
         the node's pods at all, since that was first seen."""
         attributes = attributes_of(nrt)
         bound = list(self.store.pods.on.get(name, {}).values())
-        held = accounted(attributes, bound)
-        if held is None:  # no fingerprint: nothing can be said
+        missed = left_out(attributes, bound)
+        if missed is None or not missed.pods:  # no fingerprint (nothing can be said), or none left out
             self._behind.pop(name, None)
             return
-        counted = [(ns, pod) for ns, pod, _ in counted_pods(attributes, bound)]
-        left_out = [key for key in counted if key not in held] if held else counted
-        if not left_out:
-            self._behind.pop(name, None)
-            return
-        if held:
-            since = min(self.store.pods.bound_at.get(store_key(ns, pod), now) for ns, pod in left_out)
+        if missed.matched:
+            since = min(self.store.pods.bound_at.get(store_key(ns, pod), now) for ns, pod in missed.pods)
         else:
             since = self._behind.get(name, (now, 0))[0]
-        self._behind[name] = (since, len(left_out))
+        self._behind[name] = (since, len(missed.pods))

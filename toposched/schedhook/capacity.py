@@ -12,12 +12,11 @@ import asyncio
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toposched.localfiles import InputError, manifests
-from toposched.schedhook.capacityreport import CapacityInputError
+from toposched.schedhook.capacityreport import CapacityInputError, Objects
 
 EXIT_BAD_INPUT = 2
 
@@ -39,15 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw nodes x NUMA zones to this PNG")
-
-
-@dataclass
-class Objects:
-    nodes: list[dict[str, Any]]
-    nrts: list[dict[str, Any]]
-    pods: list[dict[str, Any]]
-    source: dict[str, Path | None]
-    """Kind -> the file it came from (None: the live cluster)."""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -60,8 +60,7 @@ def plot(result: Result, path: Path) -> None:
     unknown = {f.node for c in result.shapes for f in c.unknown}
     blind = [i for i, n in enumerate(nodes) if n in unknown]
     for ax, (title, values) in zip(axes[0], drawn, strict=True):
-        cmap = matplotlib.colormaps["viridis"].copy()
-        cmap.set_bad("lightgrey")
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
         image = ax.imshow(values, aspect="auto", interpolation="nearest", cmap=cmap)
         figure.colorbar(image, ax=ax, shrink=0.6)
         ax.set_title(title, fontsize=9)

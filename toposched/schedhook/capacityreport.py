@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from toposched.apis.constants import NRT_ZONE_PREFIX
 from toposched.schedhook.extender.store import attributes_of
@@ -18,15 +19,21 @@ from toposched.schedhook.placement.occupancy import Occupancy, bound_pods, occup
 from toposched.schedhook.placement.shapes import Shape, unknown_resources
 from toposched.schedhook.placement.snapshot import Snapshot, object_name, snapshot
 
-if TYPE_CHECKING:
-    from toposched.schedhook.capacity import Objects
-
 NO_ZONE = "-"
 """The failure-domain zone of a node without a ``topology.kubernetes.io/zone`` label."""
 
 
 class CapacityInputError(ValueError):
     """Input the count cannot use (the message is the whole line)."""
+
+
+@dataclass
+class Objects:
+    nodes: list[dict[str, Any]]
+    nrts: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    source: dict[str, Path | None]
+    """Kind -> the file it came from (None: the live cluster)."""
 
 
 @dataclass
@@ -42,7 +49,7 @@ class Result:
         return (location.zone if location is not None else None) or NO_ZONE
 
 
-def count(objects: "Objects", shapes: Sequence[Shape], stale_after: float, now: float) -> Result:
+def count(objects: Objects, shapes: Sequence[Shape], stale_after: float, now: float) -> Result:
     """Each shape's capacity over these objects. CapacityInputError for a shape no node could ever take."""
     snap = snapshot(nodes=objects.nodes, nrts=objects.nrts, pods=())
     attributes = {name: attributes_of(body) for body in objects.nrts if (name := object_name(body))}

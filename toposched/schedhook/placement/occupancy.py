@@ -105,11 +105,12 @@ def _stale(name: str, attributes: Mapping[str, str], bound: list[BoundPod], now:
     missed = left_out(attributes, [(p.namespace, p.name, p.pod) for p in bound])
     if missed is None or not missed.pods:
         return ""
-    if missed.matched:
-        at = {(p.namespace, p.name): p.bound_at for p in bound}
-        oldest = min((at.get(key) or now) for key in missed.pods)
-        if now - oldest <= after:
-            return ""  # a few binds behind, as an NRT usually is
+    at = {(p.namespace, p.name): p.bound_at or now for p in bound}
+    # A few binds behind, as an NRT usually is: since the oldest it leaves out; matching no recent
+    # set of the pods at all (one deleted, say): since the node's pods last changed.
+    since = min if missed.matched else max
+    if now - since(at.get(key, now) for key in missed.pods) <= after:
+        return ""
     return (
         f"NRT of {name} is stale: {len(missed.pods)} pod(s) bound to the node are not in it; the exporter on that "
         "node is not keeping up"

@@ -73,18 +73,18 @@ def test_full_pcpus_only_counts_whole_cores() -> None:
     assert "SMTAlignmentError" in odd.reason
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        pytest.param("g=cpu:0", "shape g: cpu must be positive, not 0", id="zero"),
-        pytest.param("g=cpu:-2", "shape g: requests.cpu: cpu -2 is negative", id="negative"),
-        pytest.param("g=cpu", "shape 'g=cpu': 'cpu' is not resource:amount (e.g. cpu:8)", id="no-amount"),
-        pytest.param("g=", "shape 'g=': no requests (e.g. g=cpu:8,memory:16Gi)", id="empty"),
-        pytest.param("G P U=cpu:1", "shape 'G P U=cpu:1': the name 'G P U' must be lower-case", id="bad-name"),
-        pytest.param("g=cpu:lots", "shape g: requests.cpu:", id="bad-quantity"),
-        pytest.param("g=a/b/c:1", "shape g: 'a/b/c' is not a resource name", id="bad-resource"),
-    ],
-)
+BAD_SHAPES = {
+    "zero": ("g=cpu:0", "shape g: cpu must be positive, not 0"),
+    "negative": ("g=cpu:-2", "shape g: requests.cpu: cpu -2 is negative"),
+    "no-amount": ("g=cpu", "shape 'g=cpu': 'cpu' is not resource:amount (e.g. cpu:8)"),
+    "empty": ("g=", "shape 'g=': no requests (e.g. g=cpu:8,memory:16Gi)"),
+    "bad-name": ("G P U=cpu:1", "shape 'G P U=cpu:1': the name 'G P U' must be lower-case"),
+    "bad-quantity": ("g=cpu:lots", "shape g: requests.cpu:"),
+    "bad-resource": ("g=a/b/c:1", "shape g: 'a/b/c' is not a resource name"),
+}
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_SHAPES.values(), ids=BAD_SHAPES)
 def test_bad_shapes(text: str, message: str) -> None:
     with pytest.raises(ShapeError) as raised:
         inline_shape(text)

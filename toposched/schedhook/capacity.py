@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw nodes x NUMA zones to this PNG")
+    parser.add_argument(
+        "--serve", type=int, metavar="PORT", help="count the live cluster every --every seconds, as metrics on PORT"
+    )
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between two counts with --serve")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         shapes = read_shapes(args.shape, args.pod)
+        if args.serve is not None:
+            return serve(shapes, args)
         objects = read_offline(args) if args.nrt is not None else asyncio.run(read_live())
         result = report.count(objects, shapes, args.stale_after, time.time())
         if args.plot is not None:
@@ -107,3 +113,27 @@ async def read_live() -> Objects:
         except (ListError, rest.ApiError) as exc:
             raise CapacityInputError(f"cannot list the cluster's objects: {exc}") from None
     return Objects(nodes, nrts, pods, dict.fromkeys(("Node", "NodeResourceTopology", "Pod")))
+
+
+def serve(shapes: Sequence[Any], args: argparse.Namespace) -> int:
+    """Count the live cluster again and again, publishing the gauges of ``capacitymetrics``; a
+    failed count is logged and tried again at the next turn (the last-success gauge stops)."""
+    import logging
+
+    import prometheus_client
+
+    from toposched.schedhook import capacitymetrics
+    from toposched.schedhook import capacityreport as report
+
+    logger = logging.getLogger("toposched.capacity")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    prometheus_client.start_http_server(args.serve)
+    while True:
+        started = time.monotonic()
+        try:
+            objects = asyncio.run(read_live())
+            result = report.count(objects, shapes, args.stale_after, time.time())
+            capacitymetrics.publish(result, time.monotonic() - started, time.time())
+        except CapacityInputError as exc:
+            logger.warning("capacity not counted: %s", exc)
+        time.sleep(max(1.0, args.every - (time.monotonic() - started)))

@@ -83,3 +83,25 @@ def test_pod_manifest_shape(cluster: list[str], tmp_path: Path, capsys: pytest.C
 def test_the_kubectl_plugin_is_the_same_command() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-toposched"] == scripts["toposched"]
+
+
+def test_metrics_are_per_shape_and_zone_label_and_count_stranded_cpus(tmp_path: Path) -> None:
+    from prometheus_client import REGISTRY
+
+    from toposched.schedhook import capacitymetrics
+    from toposched.schedhook.capacityreport import Objects, count
+    from toposched.schedhook.placement.shapes import inline_shape
+
+    zones = [{"cpu": 8, "memory": "16Gi", GPU: 1}, {"cpu": 3, "memory": "16Gi", GPU: 0}]
+    objects = Objects(
+        [node_body("a", zone="z1", allocatable={"cpu": "11", "memory": "32Gi", GPU: "1"})],
+        [nrt_body("a", zones, memory_manager="Static")],
+        [],
+        {},
+    )
+    result = count(objects, [inline_shape("gpu=cpu:4,memory:4Gi,example.com/gpu:1")], 30.0, 0.0)
+    capacitymetrics.publish(result, 0.5, 1.0)
+    assert REGISTRY.get_sample_value("toposched_capacity_pods", {"shape": "gpu", "zone": "z1"}) == 1
+    assert REGISTRY.get_sample_value("toposched_capacity_pods_total", {"shape": "gpu"}) == 1
+    assert REGISTRY.get_sample_value("toposched_capacity_unknown_nodes", {"shape": "gpu"}) == 0
+    assert REGISTRY.get_sample_value("toposched_capacity_stranded_cpus") == 3  # zone 1: no GPU there

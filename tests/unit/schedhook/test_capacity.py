@@ -94,7 +94,7 @@ def test_metrics_are_per_shape_and_zone_label_and_count_stranded_cpus(tmp_path: 
 
     zones = [{"cpu": 8, "memory": "16Gi", GPU: 1}, {"cpu": 3, "memory": "16Gi", GPU: 0}]
     objects = Objects(
-        [node_body("a", zone="z1", allocatable={"cpu": "11", "memory": "32Gi", GPU: "1"})],
+        [node_body("a", zone="z1", allocatable={"cpu": "11", "memory": "32Gi", GPU: "1", "pods": "10"})],
         [nrt_body("a", zones, memory_manager="Static")],
         [],
         {},

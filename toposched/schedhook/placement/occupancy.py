@@ -81,12 +81,13 @@ def occupancy(
             continue  # the snapshot says why the node is unusable
         if not allocatable:
             continue  # a Node without its status (a manifest): its room is not known
+        allocatable.setdefault(PODS, Decimal(110))  # the kubelet's default maxPods
         found.allocatable[name] = allocatable
         room = dict(allocatable)
         for p in bound.get(name, []):
             for resource, amount in effective(p.pod).items():
                 room[resource] = room.get(resource, Decimal(0)) - amount
-        room[PODS] = room.get(PODS, Decimal(110)) - len(bound.get(name, []))
+        room[PODS] -= len(bound.get(name, []))
         found.room[name] = room
         if (body.get("spec") or {}).get("unschedulable"):
             found.cordoned.add(name)

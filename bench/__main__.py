@@ -21,6 +21,7 @@ from typing import Any
 from bench import (
     appgroup_latency,
     appgroup_sort,
+    capacity,
     devices,
     exporter,
     harness,
@@ -130,6 +131,7 @@ def main() -> int:
 
     if "extender" in only:  # first: a latency tail measured after the cluster steps is their load
         step("schedhook", lambda: schedhook.run(nodes=5000, repeats=200))
+        step("capacity", lambda: capacity.run(nodes=5000, repeats=3))
     if "components" in only:
         step("appgroup_sort", lambda: appgroup_sort.run(repeats=41 if full else 15))
         step(

@@ -41,6 +41,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("netcost", "print the network costs the operator would compute", "toposched.operators.networktopology.cli"),
     Command("schedhook", "run the scheduler extender for the toposched profile", "toposched.schedhook.cli"),
     Command("explain", "show per node whether, where and why a pod would be placed", "toposched.schedhook.explain"),
+    Command("capacity", "count how many more pods of a shape fit, and where", "toposched.schedhook.capacity"),
 )
 
 

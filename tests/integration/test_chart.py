@@ -57,8 +57,9 @@ def run(*args: str, kubeconfig: Path | None = None, stdin: str | None = None) ->
         [],
         ["-f", str(ALL_FEATURES)],
         ["--set", "serviceMonitor.enabled=true", "--set", "schedhook.tls.certManager.enabled=true"],
+        ["-f", str(ALL_FEATURES), "--set", "prometheusRule.enabled=true", "--set", "serviceMonitor.enabled=true"],
     ],
-    ids=["default", "all-features", "third-party-crds"],
+    ids=["default", "all-features", "third-party-crds", "monitoring"],
 )
 def test_lint_and_template(values: list[str]) -> None:
     run(tool("helm"), "lint", "--strict", str(CHART), *values)
@@ -71,6 +72,23 @@ def test_lint_and_template(values: list[str]) -> None:
         "MutatingWebhookConfiguration",
         "CustomResourceDefinition",
     } <= kinds
+
+
+def test_monitoring_is_off_by_default_and_value_gated() -> None:
+    """No rule, dashboard or capacity counter unless asked for; each alert's runbook is in the docs."""
+    kinds = {kind for kind, _ in rendered()}
+    assert not kinds & {"PrometheusRule"}
+    assert ("ConfigMap", "t-toposched-dashboard") not in rendered()
+    on = rendered("-f", str(ALL_FEATURES), "--set", "prometheusRule.enabled=true")
+    rules = on[("PrometheusRule", "t-toposched")]["spec"]["groups"][0]["rules"]
+    runbook = (REPO / "docs" / "operations.md").read_text().lower()
+    for rule in rules:
+        assert f"### {rule['alert'].lower()}" in runbook, rule["alert"]
+    dashboard = on[("ConfigMap", "t-toposched-dashboard")]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["toposched.json"])["panels"]
+    args = on[("Deployment", "t-toposched-capacity")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--shape=gpu-train=cpu:8,memory:16Gi,example.com/gpu:1" in args
 
 
 def test_chart_crds_are_the_repo_crds() -> None:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from prometheus_client import Counter
+
 from toposched.apis.constants import SCHEDHOOK_COMPONENT
 from toposched.kube import rest
 from toposched.kube.events import post_event
@@ -19,6 +21,12 @@ from toposched.kube.watch import list_objects
 
 logger = logging.getLogger(__name__)
 
+TOPOLOGY_AFFINITY_ERRORS = Counter(
+    "toposched_topology_affinity_errors_total",
+    "Pods the kubelet rejected with TopologyAffinityError, each counted once when the remediation controller first "
+    "sees it, by what it did (deleted for its controller to recreate, or reported: no controller).",
+    ["action"],
+)
 REASON = "TopologyAffinityError"
 EVENT_REASON = "TopologyAffinityRemediation"
 CONTROLLERS = ("ReplicaSet", "StatefulSet", "Job")
@@ -54,13 +62,20 @@ async def remediate_forever(api: rest.Kube, period: float = 5.0, backoff: Backof
     failed_pods = api.lister(rest.path("", "v1", "pods"))
     backoff = backoff or Backoff()
     reported: set[str] = set()
+    counted: set[str] = set()
+    """The failed pods already counted in the metric (while they are listed)."""
 
     async def step() -> None:
         pods, _ = await list_objects(failed_pods, field_selector="status.phase=Failed")
+        failed = set()
         for pod in pods:
             meta, status = pod["metadata"], pod.get("status") or {}
             action, owner = decide(status.get("phase"), status.get("reason"), meta.get("ownerReferences") or [])
             key = f"{meta['namespace']}/{meta['name']}/{meta.get('uid')}"
+            if action != "ignore":
+                failed.add(key)
+                if key not in counted:
+                    TOPOLOGY_AFFINITY_ERRORS.labels("deleted" if action == "delete" else "reported").inc()
             body = {"apiVersion": "v1", "kind": "Pod", **pod}
             if action == "delete" and owner is not None:
                 if backoff.allow(f"{meta['namespace']}/{owner}", time.monotonic()):
@@ -76,5 +91,8 @@ async def remediate_forever(api: rest.Kube, period: float = 5.0, backoff: Backof
                 reported.add(key)
                 message = "failed with TopologyAffinityError; not deleted (it has no controller)"
                 await post_event(api, body, "Warning", EVENT_REASON, message, SCHEDHOOK_COMPONENT)
+
+        counted.intersection_update(failed)  # the pods gone need not be remembered
+        counted.update(failed)
 
     await every(period, Outage(logger, "remediation"), step)

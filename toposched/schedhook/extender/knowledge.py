@@ -28,7 +28,7 @@ from prometheus_client import Gauge
 
 from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT, TOPOLOGY_MANAGER_POLICY_LABEL
 from toposched.schedhook.extender.store import ObjectStore, attributes_of, key_name, store_key
-from toposched.schedhook.placement.freshness import accounted, counted_pods, matched, went_back
+from toposched.schedhook.placement.freshness import left_out, matched, went_back
 from toposched.schedhook.placement.model import Pod
 
 logger = logging.getLogger(__name__)
@@ -194,17 +194,12 @@ class Knowledge:
         """Since when the NRT has left out pods bound to the node, by its fingerprint: the newest
         few it is usually behind by, since they were bound; or, when it matches no recent set of
         the node's pods at all, since that was first seen."""
-        held = accounted(attributes, bound)
-        if held is None:  # no fingerprint: nothing can be said
+        missed = left_out(attributes, bound)
+        if missed is None or not missed.pods:  # no fingerprint (nothing can be said), or none left out
             self._behind.pop(name, None)
             return
-        counted = [(ns, pod) for ns, pod, _ in counted_pods(attributes, bound)]
-        left_out = [key for key in counted if key not in held] if held else counted
-        if not left_out:
-            self._behind.pop(name, None)
-            return
-        if held:
-            since = min(self.store.pods.bound_at.get(store_key(ns, pod), now) for ns, pod in left_out)
+        if missed.matched:
+            since = min(self.store.pods.bound_at.get(store_key(ns, pod), now) for ns, pod in missed.pods)
         else:
             since = self._behind.get(name, (now, 0))[0]
-        self._behind[name] = (since, len(left_out))
+        self._behind[name] = (since, len(missed.pods))

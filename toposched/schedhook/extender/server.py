@@ -7,14 +7,14 @@ for each rejected node, which ends up in the pod's FailedScheduling Event); prio
 """
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import numpy as np
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 from toposched.schedhook.extender.coordinator import Coordinator
 
@@ -26,6 +26,13 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
 )
 
+ERRORS = Counter(
+    "toposched_extender_errors_total",
+    "Extender requests answered with an error, by verb and kind: not_ready (cache syncing), pod (the pod cannot be "
+    "placed anywhere), refused (a bind not made), bad_request, exception.",
+    ["verb", "kind"],
+)
+
 
 class Extender:
     def __init__(self, coordinator: Coordinator) -> None:
@@ -34,10 +41,12 @@ class Extender:
     async def filter(self, request: web.Request) -> web.Response:
         pod, names = await _extender_args(request)
         if not self.coordinator.ready():  # a partial cache would misplace the pod: let it retry
+            ERRORS.labels("filter", "not_ready").inc()
             return _json({"Error": "toposched: the extender's cache is still syncing"})
         started = time.perf_counter()
         results = await self.coordinator.filter(pod, names)
         if results.pod_error is not None:  # the pod, not any node: the scheduler records why
+            ERRORS.labels("filter", "pod").inc()
             return _json({"NodeNames": [], "FailedNodes": {}, "Error": f"toposched: {results.pod_error}"})
         body = {
             "NodeNames": results.fitting(),
@@ -67,6 +76,8 @@ class Extender:
             raise _bad_request("expected ExtenderBindingArgs (PodName, PodNamespace, PodUID, Node)") from None
         error = await self.coordinator.bind(namespace, name, uid, node)
         LATENCY.labels("bind").observe(time.perf_counter() - started)
+        if error:
+            ERRORS.labels("bind", "refused").inc()
         return _json({"Error": error})
 
     async def healthz(self, request: web.Request) -> web.Response:
@@ -78,7 +89,7 @@ class Extender:
         return web.Response(status=503, text="syncing")
 
     def app(self, middlewares: Iterable[Middleware] = ()) -> web.Application:
-        application = web.Application(middlewares=middlewares)
+        application = web.Application(middlewares=[_count_errors, *middlewares])
         application.add_routes(
             [
                 web.post("/filter", self.filter),
@@ -107,6 +118,25 @@ async def _extender_args(request: web.Request) -> tuple[dict[str, Any], list[str
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad_request("NodeNames: expected a list of node names")
     return pod if isinstance(pod, dict) else {}, names
+
+
+@web.middleware
+async def _count_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Requests that fail before an answer: a body that is not ExtenderArgs, or an exception."""
+    verb = request.path.strip("/")
+    verb = verb if verb in ("filter", "prioritize", "bind") else "other"  # the labels stay few
+    try:
+        return await handler(request)
+    except web.HTTPBadRequest:
+        ERRORS.labels(verb, "bad_request").inc()
+        raise
+    except web.HTTPException:
+        raise
+    except Exception:
+        ERRORS.labels(verb, "exception").inc()
+        raise
 
 
 def _bad_request(reason: str) -> web.HTTPBadRequest:

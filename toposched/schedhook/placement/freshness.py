@@ -9,6 +9,7 @@ can go, while the newer ones stay.
 """
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
 
 from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
@@ -68,3 +69,20 @@ def counted_pods(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, P
     method = attributes.get(NRT_ATTR_PODS_FINGERPRINT_METHOD, METHOD_ALL)
     cpu, memory = attributes.get(NRT_ATTR_CPU_MANAGER_POLICY), attributes.get(NRT_ATTR_MEMORY_MANAGER_POLICY)
     return [p for p in pods if method == METHOD_ALL or holds_exclusive(p[2], cpu, memory)]
+
+
+class LeftOut(NamedTuple):
+    pods: list[tuple[str, str]]
+    """Bound pods (namespace, name) the fingerprint counts but the NRT does not account for."""
+    matched: bool
+    """The NRT matches some recent set of the node's pods (it is a few pods behind, not lost)."""
+
+
+def left_out(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]]) -> LeftOut | None:
+    """What the NRT leaves out of the pods bound to its node; None when it has no fingerprint
+    (nothing can be said)."""
+    held = accounted(attributes, pods)
+    if held is None:
+        return None
+    counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
+    return LeftOut([key for key in counted if key not in held] if held else counted, bool(held))

@@ -27,16 +27,17 @@ from toposched.schedhook.placement.kubelet.topologymanager import Hint, bits, ma
 from toposched.schedhook.placement.model import HOST_LEVEL, POD, Container, NodeTopology, Pod, Verdict
 
 
-def predict(node: NodeTopology, pod: Pod) -> Verdict:
+def predict(node: NodeTopology, pod: Pod, state: NodeState | None = None) -> Verdict:
     """The kubelet's admission decision for ``pod`` on ``node``, the NUMA nodes it would use, and
-    why it would reject it."""
+    why it would reject it. ``state``: the node's managers as earlier pods admitted through it
+    left them (an admitted pod's allocations stay in it; a rejected one leaves it unusable)."""
     if not node.zones:
         return Verdict(True, "no NUMA zones published")
+    state = state or NodeState(node)
     if not node.knows_managers:
-        return upstream_filter(node, pod)
+        return upstream_filter(node, pod, state.pool.free)
     if node.scope == POD_SCOPE and node.policy != NONE:
-        return _pod_scope(node, pod)
-    state = NodeState(node)
+        return _pod_scope(node, pod, state)
     singles = node.policy == SINGLE_NUMA_NODE  # the policy keeps single-zone hints alone
     distances = node.distances if node.prefer_closest else None
     everything = mask(*node.numa_ids)
@@ -60,9 +61,8 @@ def predict(node: NodeTopology, pod: Pod) -> Verdict:
     return Verdict(True, numa=placed)
 
 
-def _pod_scope(node: NodeTopology, pod: Pod) -> Verdict:
+def _pod_scope(node: NodeTopology, pod: Pod, state: NodeState) -> Verdict:
     """The pod scope: one merge for the pod's summed claims, then each container's allocations."""
-    state = NodeState(node)
     distances = node.distances if node.prefer_closest else None
     decision = merge(
         state.providers(pod_claims(pod), node.policy == SINGLE_NUMA_NODE), node.numa_ids, node.policy, distances
@@ -90,8 +90,9 @@ def _misaligned(node: NodeTopology, pod: Pod, who: str) -> str:
     return cannot_align(who, node.policy, shortfall(pod, node) if node.policy == SINGLE_NUMA_NODE else "")
 
 
-def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
-    """NodeResourceTopologyMatch's filter: only single-numa-node filters; NUMA-affine requests fit one zone."""
+def upstream_filter(node: NodeTopology, pod: Pod, free: dict[int, dict[str, Decimal]] | None = None) -> Verdict:
+    """NodeResourceTopologyMatch's filter: only single-numa-node filters; NUMA-affine requests fit one zone.
+    ``free``: the zones' free amounts as earlier pods left them (taken from as this one is placed)."""
     guaranteed = qos(pod) == GUARANTEED
     everything = [*pod.init_containers, *pod.containers]
     if qos(pod) == BEST_EFFORT_QOS and not any(
@@ -100,7 +101,8 @@ def upstream_filter(node: NodeTopology, pod: Pod) -> Verdict:
         return Verdict(True)
     if node.policy != SINGLE_NUMA_NODE:
         return Verdict(True)
-    free = {z.numa: dict(z.available) for z in node.zones}
+    if free is None:
+        free = {z.numa: dict(z.available) for z in node.zones}
 
     def fits(request: Mapping[str, Decimal]) -> int | None:
         candidates = set(free)

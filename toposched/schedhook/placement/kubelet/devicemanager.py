@@ -70,6 +70,12 @@ class DeviceManager:
             found = self._groups[resource] = DeviceGroups(known, list(known.free), [0] * len(known.numa))
         return found
 
+    def next_pod(self) -> None:
+        """The devices the admitted pod holds stay taken; none is the next pod's to reuse."""
+        for groups in self._groups.values():
+            groups.reusable = [0] * len(groups.reusable)
+            groups.scattered = set()
+
     def hints(self, resource: str, amount: Decimal, singles: bool = False) -> list[Hint] | None:
         """The device manager's hints: None when no device of the resource has topology, [] when
         fewer are free (with the pod's reusable ones) than asked for; masks over the zones that

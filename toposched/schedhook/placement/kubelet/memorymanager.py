@@ -62,6 +62,9 @@ class MemoryManager:
         self._last = (key, found)
         return found
 
+    def forget_hints(self) -> None:
+        self._last = None
+
     def may_pin(self, m: int) -> bool:
         return may_pin(m, self.groups, self.assigned)
 
@@ -70,7 +73,7 @@ class MemoryManager:
 
         Raises RejectedError where the kubelet would fail the allocation (UnexpectedAdmissionError)."""
         m = self._mask(request, decided)
-        self._last = None  # what the Memory Manager holds changes now
+        self.forget_hints()  # what the Memory Manager holds changes now
         reusable = self.reusable.setdefault(m, {})
         for r, q in request.items():
             left = max(Decimal(0), q - reusable.get(r, Decimal(0)))

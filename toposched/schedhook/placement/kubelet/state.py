@@ -19,15 +19,25 @@ __all__ = ["NodeState", "RejectedError"]
 
 
 class NodeState:
-    """The node's managers as one pod's containers are placed on it, one after another."""
+    """The node's managers as one pod's containers are placed on it, one after another (and, for
+    the capacity count, pod after pod: ``next_pod``)."""
 
     def __init__(self, node: NodeTopology) -> None:
         self.node = node
         self.facts = facts_of(node)
-        pool = ZonePool(self.facts)
-        self.cpu = CpuManager(pool)
-        self.memory = MemoryManager(pool)
+        self.pool = ZonePool(self.facts)
+        self.cpu = CpuManager(self.pool)
+        self.memory = MemoryManager(self.pool)
         self.devices = DeviceManager(self.facts)
+
+    def next_pod(self) -> None:
+        """The admitted pod keeps what its containers took; what its regular init containers held
+        for reuse stays taken too (the kubelet frees it only when it drops their state, later), but
+        no longer counts as the next pod's own."""
+        self.cpu.cpus.reusable.clear()
+        self.memory.reusable.clear()
+        self.memory.forget_hints()
+        self.devices.next_pod()
 
     def providers(self, claims: Claims, singles: bool = False) -> list[ProviderHints]:
         """The CPU, memory and device managers' hints for one container (or the pod, in pod

@@ -2,6 +2,8 @@
 claims, toposched's extender predicts its pick, passes only nodes where the GPU lies on the NUMA
 zone the kubelet will pin the CPUs on, and refuses a bind whose written allocation does not."""
 
+import asyncio
+import base64
 import json
 import subprocess
 import sys
@@ -16,7 +18,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from testkit.builders import KWOK_TOLERATION, nrt_body, pod_body
-from testkit.cluster import ensure_kwok_node, wait_default_service_account, wait_for
+from testkit.certs import extender_pki
+from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
 from testkit.schedstack import SchedulerStack, bin_dir, scheduler_stack
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 
@@ -226,3 +229,94 @@ def test_explain_names_the_device_its_claim_and_both_zones(tmp_path: Path) -> No
     assert by_node["free"]["fit"]
     assert by_node["free"]["devices"] == {"verdict": "aligned", "reason": ""}
     assert by_node["busy"]["devices"]["verdict"] == "misaligned"
+
+
+@pytest.fixture
+def pin_stack(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[SchedulerStack, int]]:
+    """The extender with its webhooks on, the claim webhook pinning annotated pods' claims."""
+    port = free_port()
+    pki = extender_pki(tmp_path / "pki")  # the stack makes it again, at the same paths, before it starts
+    args = ["--dra-allocator", helper(), "--dra-pin", "annotated", "--webhook-port", str(port)]
+    args += ["--tls-cert", str(pki.serving.cert), "--tls-key", str(pki.serving.key)]
+    with scheduler_stack(kubeconfig, tmp_path, args) as found:
+        yield found, port
+
+
+@pytest.fixture
+async def claim_webhook(
+    api: client.ApiClient, namespace: str, pin_stack: tuple[SchedulerStack, int]
+) -> AsyncIterator[None]:
+    stack, port = pin_stack
+    assert stack.pki is not None
+    hook = {
+        "name": "resourceclaims.mutate.toposched.io",
+        "clientConfig": {
+            "url": f"https://127.0.0.1:{port}/mutate-claims",
+            "caBundle": base64.b64encode(stack.pki.ca.read_bytes()).decode(),
+        },
+        "rules": [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["resourceclaims"],
+            }
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 10,
+    }
+    admission = client.AdmissionregistrationV1Api(api)
+    name = f"toposched-claims-{namespace}"
+    await admission.create_mutating_webhook_configuration({"metadata": {"name": name}, "webhooks": [hook]})
+    await asyncio.sleep(1)  # the apiserver picks up new configurations asynchronously
+    yield
+    await admission.delete_mutating_webhook_configuration(name)
+
+
+def templated_pod(name: str, selector: dict[str, str], pin: bool) -> dict[str, Any]:
+    body = gpu_pod(name, "unused", selector, {"toposched.io/dra-pin-numa": "true"} if pin else None)
+    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    return body
+
+
+async def placed_or_pending(api: client.ApiClient, namespace: str, names: list[str], within: float) -> dict[str, str]:
+    """Where each pod is bound after ``within`` seconds ("" for those still pending)."""
+    core = client.CoreV1Api(api)
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        found = {n: (await core.read_namespaced_pod(n, namespace)).spec.node_name or "" for n in names}
+        if all(found.values()) or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(1)
+
+
+@pytest.mark.usefixtures("claim_webhook")
+async def test_pinned_claims_get_the_gpu_first_fit_would_miss(
+    api: client.ApiClient, namespace: str, gpu_nodes: tuple[str, dict[str, str]]
+) -> None:
+    """On 'busy' first fit gives gpu-0 (NUMA 0) while the CPUs can only go to NUMA 1: unpinned, the
+    pod fits nowhere there; pinned, its claim is kept on NUMA 1 and it gets gpu-1 beside its CPUs."""
+    _, nodes = gpu_nodes
+    await wait_default_service_account(api, namespace)
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu"},
+        "spec": {"spec": claim("x")["spec"]},
+    }
+    custom = client.CustomObjectsApi(api)
+    await custom.create_namespaced_custom_object(*RESOURCE, namespace, "resourceclaimtemplates", template)
+    busy = {"kubernetes.io/hostname": nodes["busy"]}
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_pod(namespace, templated_pod("plain", busy, pin=False))
+    await core.create_namespaced_pod(namespace, templated_pod("pinned", busy, pin=True))
+    found = await placed_or_pending(api, namespace, ["plain", "pinned"], within=45)
+    assert found == {"plain": "", "pinned": nodes["busy"]}, found
+    pod = await core.read_namespaced_pod("pinned", namespace)
+    claim_name = pod.status.resource_claim_statuses[0].resource_claim_name
+    pinned = await custom.get_namespaced_custom_object(*RESOURCE, namespace, "resourceclaims", claim_name)
+    assert pinned["metadata"]["annotations"]["toposched.io/dra-pin-numa"] == "1"
+    assert await allocated(api, namespace, claim_name) == [f"{nodes['busy']}/gpu-1"]

@@ -44,7 +44,7 @@ async def _serve(settings: SchedhookSettings) -> None:
         runners = [await _extender_listener(settings, coordinator, acting)]
         if settings.metrics_port:
             prometheus_client.start_http_server(settings.metrics_port, settings.metrics_address)
-        hooks = await _webhooks_listener(settings)
+        hooks = await _webhooks_listener(settings, coordinator, api)
         if hooks is not None:
             runners.append(hooks)
         try:
@@ -111,10 +111,13 @@ def _controllers(settings: SchedhookSettings, api: "rest.Kube", store: "ObjectSt
     return tasks
 
 
-async def _webhooks_listener(settings: SchedhookSettings) -> "web.AppRunner | None":
+async def _webhooks_listener(
+    settings: SchedhookSettings, coordinator: "Coordinator", api: "rest.Kube"
+) -> "web.AppRunner | None":
     """The admission webhooks, over TLS; None without their certificate (they are off)."""
     from aiohttp import web
 
+    from toposched.schedhook.extender.pinning import Pinner
     from toposched.schedhook.webhooks.admission import Rules
     from toposched.schedhook.webhooks.server import Webhooks
 
@@ -124,7 +127,8 @@ async def _webhooks_listener(settings: SchedhookSettings) -> "web.AppRunner | No
     webhook_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     webhook_tls.load_cert_chain(settings.tls_cert, settings.tls_key)
     rules = Rules(namespaces=settings.route_namespaces, match_labels=dict(settings.route_labels))
-    hooks = web.AppRunner(Webhooks(rules).app(), access_log=None)
+    pinner = Pinner(coordinator, api, settings.dra_pin == "all") if settings.dra_pin != "off" else None
+    hooks = web.AppRunner(Webhooks(rules, pinner.patch if pinner else None).app(), access_log=None)
     await hooks.setup()
     address, port = settings.webhook_address, settings.webhook_port
     await web.TCPSite(hooks, address, port, ssl_context=webhook_tls).start()

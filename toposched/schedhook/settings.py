@@ -177,6 +177,17 @@ class SchedhookSettings(Settings):
             help="the DRA allocator helper: kube-scheduler's allocator, which predicts its device picks",
         ),
     ] = ""
+    dra_pin: Annotated[
+        str,
+        Setting(
+            "--dra-pin",
+            env="TOPOSCHED_DRA_PIN",
+            choices=("annotated", "all", "off"),
+            help="the claim webhook keeps a new claim of a pod with pinned CPUs on the NUMA node most nodes would "
+            "pin them on: for pods annotated toposched.io/dra-pin-numa=true, for all (but those annotated false), "
+            "or never",
+        ),
+    ] = "annotated"
     dra_timeout: Annotated[
         float,
         Setting(

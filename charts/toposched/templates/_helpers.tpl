@@ -60,6 +60,7 @@ dnsPolicy: ClusterFirstWithHostNet
 - --strategy={{ .Values.schedhook.numaStrategy }}
 - --missing-nrt={{ .Values.schedhook.missingNrt }}
 - --dra-alignment={{ .Values.schedhook.draAlignment }}
+- --dra-pin={{ .Values.schedhook.draPin }}
 {{- end -}}
 
 {{/* Replicas of a component spread over nodes: preferred, or required on the host network (their ports would clash). */}}

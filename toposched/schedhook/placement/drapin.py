@@ -1,0 +1,93 @@
+"""Pinning a pod's DRA claims to the NUMA node its CPUs will be pinned on. Pure.
+
+kube-scheduler's allocator takes the first device that fits, in a fixed order; on a node whose
+free CPUs are on NUMA 1 it may pick a GPU on NUMA 0 while one on NUMA 1 is free, and toposched
+must then pass over the node. A claim made for a pod that asks for it (or, by the cluster's
+setting, every such claim) gets, at creation, a selector keeping its devices on one NUMA node k,
+chosen as the node where most candidate nodes will pin the pod's CPUs and have such a device free;
+the extender then passes only nodes whose predicted CPU zone is k. A claim's spec is immutable
+after creation, so k is chosen before any node is: another k later means another pod.
+
+The selector mirrors ``apis.resourceslice.device_numa``: the first attribute of ``NUMA_ATTRIBUTES``
+a device has decides, each read only where present (an unknown field aborts the allocation).
+"""
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from toposched.apis.resourceslice import NO_NUMA_NODE, NUMA_ATTRIBUTES
+
+PIN_ANNOTATION: Final = "toposched.io/dra-pin-numa"
+"""On a pod: "true" pins its claims, "false" never (else the cluster's setting). On a claim: the
+NUMA node its selector keeps it on."""
+POD_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
+"""Set by the resourceclaim controller on the claims it makes from a pod's templates."""
+EXTENDED_RESOURCE_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-name"
+"""Set by kube-scheduler on the claims it makes for DRA-backed extended resources: never pinned."""
+
+
+def numa_expression(k: int) -> str:
+    """A CEL selector true of a device on NUMA node ``k`` (and of no device without one)."""
+    expression = "false"
+    for name in reversed(NUMA_ATTRIBUTES):
+        domain, _, attribute = name.rpartition("/")
+        where = f'device.attributes["{domain}"]'
+        expression = f'("{attribute}" in {where} ? {where}.{attribute} == {k} : {expression})'
+    return expression
+
+
+def owner_pod(claim: Mapping[str, Any]) -> str | None:
+    """The name of the pod a claim was made for from its template, None for any other claim."""
+    meta = claim.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if POD_CLAIM_ANNOTATION not in annotations or EXTENDED_RESOURCE_ANNOTATION in annotations:
+        return None
+    owners = [o for o in meta.get("ownerReferences") or () if isinstance(o, dict) and o.get("kind") == "Pod"]
+    return str(owners[0].get("name")) if owners and owners[0].get("controller") else None
+
+
+def wants_pin(pod: Mapping[str, Any], default: bool) -> bool:
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(PIN_ANNOTATION)
+    return default if value not in ("true", "false") else value == "true"
+
+
+def pin_patch(claim: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
+    """JSON patch operations adding the NUMA-``k`` selector to every request of the claim (each
+    alternative of a firstAvailable list too) and recording ``k`` in its annotations."""
+    selector = {"cel": {"expression": numa_expression(k)}}
+    ops: list[dict[str, Any]] = []
+    requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+    for i, request in enumerate(requests):
+        if not isinstance(request, dict):
+            continue
+        targets = [(f"/spec/devices/requests/{i}/exactly", request.get("exactly"))]
+        targets += [
+            (f"/spec/devices/requests/{i}/firstAvailable/{j}", sub)
+            for j, sub in enumerate(request.get("firstAvailable") or ())
+        ]
+        for path, target in targets:
+            if not isinstance(target, dict):
+                continue
+            if target.get("selectors"):
+                ops.append({"op": "add", "path": f"{path}/selectors/-", "value": selector})
+            else:
+                ops.append({"op": "add", "path": f"{path}/selectors", "value": [selector]})
+    if not ops:
+        return []
+    meta = claim.get("metadata") or {}
+    if meta.get("annotations"):
+        ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(PIN_ANNOTATION)}", "value": str(k)})
+    else:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {PIN_ANNOTATION: str(k)}})
+    return ops
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def choose(fitting: Mapping[int, int]) -> int | None:
+    """The NUMA node to pin to: where most candidate nodes fit (NUMA node -> count), the lowest on
+    a tie; None when none fits anywhere."""
+    best = max(fitting.items(), key=lambda item: (item[1], -item[0]), default=None)
+    return best[0] if best is not None and best[1] > 0 and best[0] != NO_NUMA_NODE else None

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.schedhook import _over_http
 from bench.stats import summary
-from testkit.builders import pod_body
+from testkit.builders import claim_body, deviceclass_body, gpu_slice_body, pod_body, with_claim
 from testkit.certs import extender_pki
 from testkit.extender import in_process
 from testkit.nrt import nrt
@@ -26,66 +26,32 @@ from testkit.schedstack import bin_dir
 from toposched.schedhook.extender.coordinator import Coordinator
 
 DRIVER = "gpu.bench.example"
-NUMA = "resource.kubernetes.io/numaNode"
 GPUS_PER_POOL = 4
 
 
 def gpu_slices(node: str) -> list[dict[str, Any]]:
     """Two pools of 4 GPUs, one per NUMA zone."""
     return [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{zone}"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "pool": {"name": f"{node}-{zone}", "generation": 1, "resourceSliceCount": 1},
-                "devices": [
-                    {"name": f"gpu-{zone * GPUS_PER_POOL + i}", "attributes": {NUMA: {"int": zone}}}
-                    for i in range(GPUS_PER_POOL)
-                ],
-            },
-        }
+        gpu_slice_body(
+            f"{node}-{zone}",
+            node,
+            DRIVER,
+            [(f"gpu-{zone * GPUS_PER_POOL + i}", zone) for i in range(GPUS_PER_POOL)],
+            pool=f"{node}-{zone}",
+        )
         for zone in (0, 1)
     ]
 
 
-GPU_CLASS = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "DeviceClass",
-    "metadata": {"name": DRIVER},
-    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-}
-
-
 def claim(name: str, allocated: tuple[str, str] | None = None) -> dict[str, Any]:
     """A claim of one GPU; ``allocated``: (pool, device) it holds."""
-    body: dict[str, Any] = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {
-            "devices": {
-                "requests": [
-                    {"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 1, "allocationMode": "ExactCount"}}
-                ]
-            }
-        },
-    }
-    if allocated is not None:
-        pool, device = allocated
-        result = {"request": "gpu", "driver": DRIVER, "pool": pool, "device": device}
-        body["status"] = {"allocation": {"devices": {"results": [result]}}}
-    return body
+    held = (DRIVER, *allocated) if allocated is not None else None
+    return claim_body(name, DRIVER, namespace="default", allocated=held)
 
 
-def gpu_pod(i: int, with_claim: bool) -> dict[str, Any]:
+def gpu_pod(i: int, claimed: bool) -> dict[str, Any]:
     pod = pod_body(f"p{i}", namespace="default", uid=f"u{i}", cpu=4, memory="8Gi")
-    if with_claim:
-        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"c{i}"}]
-        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
-    return pod
+    return with_claim(pod, claim=f"c{i}") if claimed else pod
 
 
 async def _device_churn(coordinator: Coordinator, names: list[str], rng: random.Random) -> None:
@@ -121,7 +87,7 @@ def run(nodes: int = 1000, repeats: int = 200, allocator: str = "") -> dict[str,
     objects = {
         "nrts": nrts,
         "resourceslices": [s for n in names for s in gpu_slices(n)],
-        "deviceclasses": [GPU_CLASS],
+        "deviceclasses": [deviceclass_body(DRIVER)],
         "resourceclaims": claims,
     }
     coordinator = in_process(objects, dra_allocator=allocator or str(bin_dir() / "toposched-dra-allocate"))
@@ -130,8 +96,8 @@ def run(nodes: int = 1000, repeats: int = 200, allocator: str = "") -> dict[str,
     gc.freeze()
     pki = extender_pki(Path(tempfile.mkdtemp(prefix="toposched-bench-pki-")))
 
-    def bodies(with_claim: bool) -> list[dict[str, Any]]:
-        return [{"Pod": gpu_pod(i, with_claim), "NodeNames": names} for i in range(repeats + 3)]
+    def bodies(claimed: bool) -> list[dict[str, Any]]:
+        return [{"Pod": gpu_pod(i, claimed), "NodeNames": names} for i in range(repeats + 3)]
 
     async def both() -> tuple[list[float], list[float]]:
         plain = await _measure(coordinator, copy.deepcopy(bodies(False)), repeats, pki)

@@ -268,3 +268,65 @@ def node_body(
 
 def _plain(value: str | Mapping[str, str]) -> str | dict[str, str]:
     return value if isinstance(value, str) else dict(value)
+
+
+# -- DRA: ResourceSlices, DeviceClasses, ResourceClaims (resource.k8s.io/v1) -------------------------
+
+NUMA_NODE = "resource.kubernetes.io/numaNode"
+
+
+def gpu_slice_body(
+    name: str, node: str, driver: str, devices: Sequence[tuple[str, int | None]], pool: str | None = None
+) -> dict[str, Any]:
+    """A node's ResourceSlice, one pool of its own, its devices (name, NUMA node; None: no attribute)
+    in this order -- the allocator's first fit order within the slice."""
+    listed = [{"name": d, "attributes": {} if numa is None else {NUMA_NODE: {"int": numa}}} for d, numa in devices]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": pool or node, "generation": 1, "resourceSliceCount": 1},
+            "devices": listed,
+        },
+    }
+
+
+def deviceclass_body(driver: str) -> dict[str, Any]:
+    """A DeviceClass named after its driver, selecting that driver's devices."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
+
+
+def claim_body(
+    name: str, device_class: str, namespace: str | None = None, allocated: tuple[str, str, str] | None = None
+) -> dict[str, Any]:
+    """A claim of one device of the class; ``allocated``: (driver, pool, device) its status holds."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    body: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}},
+    }
+    if allocated is not None:
+        driver, pool, device = allocated
+        result = {"request": "gpu", "driver": driver, "pool": pool, "device": device}
+        body["status"] = {"allocation": {"devices": {"results": [result]}}}
+    return body
+
+
+def with_claim(pod: dict[str, Any], claim: str | None = None, template: str | None = None) -> dict[str, Any]:
+    """The pod (``pod_body``'s) with one claim, named "gpu", for its first container."""
+    entry = {"name": "gpu", **({"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": template})}
+    pod["spec"]["resourceClaims"] = [entry]
+    pod["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+    return pod

@@ -17,7 +17,15 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from testkit.builders import KWOK_TOLERATION, nrt_body, pod_body
+from testkit.builders import (
+    KWOK_TOLERATION,
+    claim_body,
+    deviceclass_body,
+    gpu_slice_body,
+    nrt_body,
+    pod_body,
+    with_claim,
+)
 from testkit.certs import extender_pki
 from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
 from testkit.schedstack import SchedulerStack, bin_dir, scheduler_stack
@@ -28,7 +36,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
 NRTS = (NodeResourceTopology.GROUP, NodeResourceTopology.VERSION, NodeResourceTopology.PLURAL)
 RESOURCE = ("resource.k8s.io", "v1")
 DRIVER = "gpu.toposched.example"
-NUMA = "resource.kubernetes.io/numaNode"
 
 
 def helper() -> str:
@@ -75,42 +82,19 @@ async def gpu_nodes(api: client.ApiClient) -> AsyncIterator[tuple[str, dict[str,
 
 
 async def ensure_class(custom: client.CustomObjectsApi) -> None:
-    body = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }
     try:
-        await custom.create_cluster_custom_object(*RESOURCE, "deviceclasses", body)
+        await custom.create_cluster_custom_object(*RESOURCE, "deviceclasses", deviceclass_body(DRIVER))
     except ApiException as exc:
         if exc.status != 409:
             raise
 
 
 def gpu_slice(node: str) -> dict[str, Any]:
-    devices = [{"name": f"gpu-{n}", "attributes": {NUMA: {"int": n}}} for n in (0, 1)]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-gpus"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
+    return gpu_slice_body(f"{node}-gpus", node, DRIVER, [("gpu-0", 0), ("gpu-1", 1)])
 
 
 def claim(name: str) -> dict[str, Any]:
-    request = {"name": "gpu", "exactly": {"deviceClassName": DRIVER}}
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name},
-        "spec": {"devices": {"requests": [request]}},
-    }
+    return claim_body(name, DRIVER)
 
 
 def gpu_pod(name: str, claim_name: str, selector: dict[str, str], annotations: dict[str, str] | None = None) -> Any:
@@ -124,9 +108,7 @@ def gpu_pod(name: str, claim_name: str, selector: dict[str, str], annotations: d
         image="example.invalid/train:1",
         annotations=annotations,
     )
-    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
-    body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
-    return body
+    return with_claim(body, claim=claim_name)
 
 
 async def start_pod(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
@@ -207,12 +189,7 @@ def test_explain_names_the_device_its_claim_and_both_zones(tmp_path: Path) -> No
         nrt_body(name, [{"cpu": (8, 8, cpu), "memory": ("32Gi", "30Gi", "30Gi")} for cpu in free])
         for name, free in (("busy", (1, 8)), ("free", (8, 8)))
     ]
-    gpu_class = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }
+    gpu_class = deviceclass_body(DRIVER)
     train = claim("train") | {"metadata": {"name": "train", "namespace": "ml"}}
     pod = gpu_pod("train", "train", {})
     pod["metadata"]["namespace"] = "ml"
@@ -278,8 +255,7 @@ async def claim_webhook(
 
 def templated_pod(name: str, selector: dict[str, str], pin: bool) -> dict[str, Any]:
     body = gpu_pod(name, "unused", selector, {"toposched.io/dra-pin-numa": "true"} if pin else None)
-    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
-    return body
+    return with_claim(body, template="one-gpu")
 
 
 async def placed_or_pending(api: client.ApiClient, namespace: str, names: list[str], within: float) -> dict[str, str]:

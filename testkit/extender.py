@@ -5,6 +5,7 @@ plane with the shipped scheduler configuration; both speak HTTPS with certificat
 ``testkit.certs``, as in the chart.
 """
 
+import base64
 import ssl
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -124,3 +125,26 @@ def in_process(
     store.synced.set()
     config = ExtenderConfig(weights_name=weights_name, bind_wait=0, dra_allocator=dra_allocator)
     return Coordinator(store, api=None, config=config)
+
+
+def claim_webhook_body(name: str, port: int, ca: bytes, namespace: str) -> dict[str, Any]:
+    """A MutatingWebhookConfiguration sending new ResourceClaims of ``namespace`` to the claim
+    webhook of a local schedhook (``--webhook-port port``) whose CA is ``ca``, as the chart's does."""
+    hook = {
+        "name": "resourceclaims.mutate.toposched.io",
+        "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-claims", "caBundle": base64.b64encode(ca).decode()},
+        "rules": [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["resourceclaims"],
+            }
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 10,
+    }
+    return {"metadata": {"name": name}, "webhooks": [hook]}

@@ -3,7 +3,6 @@ claims, toposched's extender predicts its pick, passes only nodes where the GPU 
 zone the kubelet will pin the CPUs on, and refuses a bind whose written allocation does not."""
 
 import asyncio
-import base64
 import json
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from testkit.builders import (
 )
 from testkit.certs import extender_pki
 from testkit.cluster import ensure_kwok_node, free_port, wait_default_service_account, wait_for
+from testkit.extender import claim_webhook_body
 from testkit.schedstack import SchedulerStack, bin_dir, scheduler_stack
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 
@@ -225,29 +225,11 @@ async def claim_webhook(
 ) -> AsyncIterator[None]:
     stack, port = pin_stack
     assert stack.pki is not None
-    hook = {
-        "name": "resourceclaims.mutate.toposched.io",
-        "clientConfig": {
-            "url": f"https://127.0.0.1:{port}/mutate-claims",
-            "caBundle": base64.b64encode(stack.pki.ca.read_bytes()).decode(),
-        },
-        "rules": [
-            {
-                "apiGroups": ["resource.k8s.io"],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE"],
-                "resources": ["resourceclaims"],
-            }
-        ],
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "admissionReviewVersions": ["v1"],
-        "sideEffects": "None",
-        "failurePolicy": "Ignore",
-        "timeoutSeconds": 10,
-    }
     admission = client.AdmissionregistrationV1Api(api)
     name = f"toposched-claims-{namespace}"
-    await admission.create_mutating_webhook_configuration({"metadata": {"name": name}, "webhooks": [hook]})
+    await admission.create_mutating_webhook_configuration(
+        claim_webhook_body(name, port, stack.pki.ca.read_bytes(), namespace)
+    )
     await asyncio.sleep(1)  # the apiserver picks up new configurations asynchronously
     yield
     await admission.delete_mutating_webhook_configuration(name)

@@ -117,6 +117,15 @@ class DeviceZones:
         self._where = None
         self.generation += 1
 
+    def in_pool(self, driver: str, pool: str) -> list[tuple[str, DeviceNuma]]:
+        """The devices of a pool, with where each is."""
+        return [
+            (device, where)
+            for devices in self._by_slice.values()
+            for (d, p, device), where in devices.items()
+            if d == driver and p == pool
+        ]
+
     def of(self, driver: str, pool: str, device: str) -> DeviceNuma | None:
         """The device's zones; None when no slice publishes it."""
         if self._where is None:

@@ -72,22 +72,40 @@ def pin_patch(claim: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
                 ops.append({"op": "add", "path": f"{path}/selectors/-", "value": selector})
             else:
                 ops.append({"op": "add", "path": f"{path}/selectors", "value": [selector]})
-    if not ops:
-        return []
-    meta = claim.get("metadata") or {}
-    if meta.get("annotations"):
-        ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(PIN_ANNOTATION)}", "value": str(k)})
-    else:
-        ops.append({"op": "add", "path": "/metadata/annotations", "value": {PIN_ANNOTATION: str(k)}})
-    return ops
+    return [*ops, *_annotate(claim, str(k))] if ops else []
+
+
+def _annotate(claim: Mapping[str, Any], value: str) -> list[dict[str, Any]]:
+    if (claim.get("metadata") or {}).get("annotations"):
+        return [{"op": "add", "path": f"/metadata/annotations/{_escape(PIN_ANNOTATION)}", "value": value}]
+    return [{"op": "add", "path": "/metadata/annotations", "value": {PIN_ANNOTATION: value}}]
 
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def choose(fitting: Mapping[int, int]) -> int | None:
-    """The NUMA node to pin to: where most candidate nodes fit (NUMA node -> count), the lowest on
-    a tie; None when none fits anywhere."""
-    best = max(fitting.items(), key=lambda item: (item[1], -item[0]), default=None)
-    return best[0] if best is not None and best[1] > 0 and best[0] != NO_NUMA_NODE else None
+UNPINNED: Final = "none"
+"""The pin annotation of a claim left as written (its pod asked, and no NUMA node would do better)."""
+
+
+def choose(fitting: Mapping[int | None, int], pending: Mapping[str, int]) -> int | None:
+    """Where to keep a new claim: the NUMA node, or None (as written), with the most room left
+    (``fitting``: how many pods of its shape the candidate nodes take aligned) once the claims
+    decided the same way and not allocated yet (``pending``, by pin annotation) are taken off -- a
+    burst of pods spreads over the NUMA nodes instead of crowding one. As written wins a tie, then
+    the lowest node."""
+
+    def left(option: int | None) -> tuple[int, int, int]:
+        label = UNPINNED if option is None else str(option)
+        return fitting[option] - pending.get(label, 0), option is None, -(option or 0)
+
+    best = max(fitting, key=left, default=None)
+    return best if best is not None and best != NO_NUMA_NODE and fitting[best] > 0 else None
+
+
+def decision_patch(claim: Mapping[str, Any], k: int | None) -> list[dict[str, Any]]:
+    """``pin_patch`` for a NUMA node; for None, only the annotation saying it was left as written."""
+    if k is not None:
+        return pin_patch(claim, k)
+    return _annotate(claim, UNPINNED)

@@ -10,6 +10,7 @@ from toposched.schedhook.placement.drapin import (
     PIN_ANNOTATION,
     POD_CLAIM_ANNOTATION,
     choose,
+    decision_patch,
     numa_expression,
     owner_pod,
     pin_patch,
@@ -93,13 +94,22 @@ def test_nothing_to_pin_patches_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fitting", "chosen"),
+    ("fitting", "pending", "chosen"),
     [
-        pytest.param({0: 3, 1: 5}, 1, id="most-nodes"),
-        pytest.param({0: 2, 1: 2}, 0, id="lowest-on-a-tie"),
-        pytest.param({0: 0, 1: 0}, None, id="fits-nowhere"),
-        pytest.param({}, None, id="no-candidates"),
+        pytest.param({0: 3, 1: 5, None: 2}, {}, 1, id="most-nodes"),
+        pytest.param({0: 2, 1: 2, None: 0}, {}, 0, id="lowest-on-a-tie"),
+        pytest.param({0: 2, 1: 2, None: 2}, {}, None, id="as-written-wins-a-tie"),
+        pytest.param({0: 3, 1: 5, None: 2}, {"1": 3}, 0, id="a-burst-spreads"),
+        pytest.param({0: 3, 1: 5, None: 4}, {"1": 3, "0": 1}, None, id="as-written-has-most-left"),
+        pytest.param({0: 0, 1: 0, None: 0}, {}, None, id="fits-nowhere"),
+        pytest.param({}, {}, None, id="no-candidates"),
     ],
 )
-def test_choose(fitting: dict[int, int], chosen: int | None) -> None:
-    assert choose(fitting) == chosen
+def test_choose(fitting: dict[int | None, int], pending: dict[str, int], chosen: int | None) -> None:
+    assert choose(fitting, pending) == chosen
+
+
+def test_a_claim_left_as_written_says_so() -> None:
+    assert decision_patch(made_claim(), None) == [
+        {"op": "add", "path": "/metadata/annotations/toposched.io~1dra-pin-numa", "value": "none"}
+    ]

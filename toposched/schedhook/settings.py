@@ -127,7 +127,7 @@ class SchedhookSettings(Settings):
             env="TOPOSCHED_BIND_WAIT",
             help="the most seconds a filter waits for earlier pods' binds, so it sees their NUMA reservations",
         ),
-    ] = 0.25
+    ] = 1.0
     no_remediation: Annotated[
         bool, Setting("--no-remediation", help="leave pods that failed with TopologyAffinityError alone")
     ] = False

@@ -33,7 +33,7 @@ IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}
                 "route_namespaces": (),
                 "route_labels": (),
                 "order_wait": 30,
-                "bind_wait": 0.25,
+                "bind_wait": 1.0,
                 "no_remediation": False,
                 "missing_nrt": "pass",
             },

@@ -34,7 +34,7 @@ TIMER_SLACK = 0.001
 LAG = Histogram(
     "toposched_extender_bind_lag_seconds",
     "Time from a filter's answer to the bind of the same pod.",
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 IN_VAIN = Counter(
     "toposched_extender_bind_waits_in_vain_total",
@@ -43,7 +43,7 @@ IN_VAIN = Counter(
 BIND_WAIT = Histogram(
     "toposched_extender_bind_wait_seconds",
     "Time a filter waited for the binds of earlier pods.",
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
 )
 
 

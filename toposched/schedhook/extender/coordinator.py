@@ -36,7 +36,7 @@ class ExtenderConfig:
 
     weights_name: str = WEIGHT_NETPERF
     placement: PlacementConfig = field(default_factory=PlacementConfig)
-    bind_wait: float = 0.25
+    bind_wait: float = 1.0
     """At most this long a filter waits for earlier binds."""
     reservation_timeout: float = 60.0
     nrt_grace: float = 600.0

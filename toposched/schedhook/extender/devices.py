@@ -40,6 +40,7 @@ from toposched.schedhook.placement.dra import (
     ClaimRef,
     DeviceZones,
     Pick,
+    allocated_nodes,
     allocation_picks,
     check_mode,
     cpu_zones,
@@ -147,11 +148,16 @@ class Devices:
                 results.score[i] = 0
 
     async def picks(
-        self, namespace: str, refs: Sequence[ClaimRef], nodes: Sequence[str]
+        self,
+        namespace: str,
+        refs: Sequence[ClaimRef],
+        nodes: Sequence[str],
+        left_out: dict[str, NodePick] | None = None,
     ) -> tuple[dict[str, list[Pick]], str]:
         """Per node, the devices the pod's claims (``pod_claims``) get there: those allocated
         already, then the allocator's pick for the others. A node the claims do not fit, or where
-        the allocator fails, is left out; when nothing is known, why."""
+        the allocator fails, is left out (with the allocator's answer there, into ``left_out`` when
+        given); when nothing is known, why."""
         if not all(self.store.has_listed(k) for k in DRA_KINDS):
             return {}, "DRA objects not listed yet (resource.k8s.io/v1 served? the extender allowed to list it?)"
         claims: list[dict[str, Any]] = []
@@ -162,16 +168,28 @@ class Devices:
             claims.append(claim)
         fixed = [p for c in claims for p in allocation_picks(c) or ()]
         todo = [c for c in claims if allocation_picks(c) is None]
-        if not todo:
-            return dict.fromkeys(nodes, fixed), ""
-        try:
-            await self.sync()
-            answers = await self.allocator.allocate(todo, nodes, per_node=self.timeout)
-        except (AllocatorGoneError, ValueError, TimeoutError, OSError) as exc:
-            logger.warning("DRA allocator: %s", exc)
-            return {}, f"the DRA allocator did not answer ({exc})"
+        answers = dict.fromkeys(nodes, NodePick())
+        if todo:
+            try:
+                await self.sync()
+                answers = await self.allocator.allocate(todo, nodes, per_node=self.timeout)
+            except (AllocatorGoneError, ValueError, TimeoutError, OSError) as exc:
+                logger.warning("DRA allocator: %s", exc)
+                return {}, f"the DRA allocator did not answer ({exc})"
         keys = [f"{namespace}/{c['metadata']['name']}" for c in todo]
-        return {n: [*fixed, *_picked(a, keys)] for n, a in answers.items() if not a.error}, ""
+        allowed = [a for c in claims if allocation_picks(c) is not None and (a := allocated_nodes(c)) is not None]
+        found = {}
+        for node, answer in answers.items():
+            # The scheduler allocates on a node before it checks that the pod's allocated claims can
+            # be used there: an error there still aborts it.
+            if not answer.error and not answer.unsuitable and not all(node in names for names in allowed):
+                answer = NodePick(unsuitable=True, error="a claim of the pod is allocated for another node")
+            if answer.error or answer.unsuitable:  # unsuitable without an error: the claims do not fit
+                if left_out is not None:
+                    left_out[node] = answer
+            else:
+                found[node] = [*fixed, *_picked(answer, keys)]
+        return found, ""
 
     async def sync(self) -> None:
         """Send the helper what changed in the store since the last call (everything after it started)."""

@@ -18,7 +18,8 @@ What is drawn:
   run time (an attribute read without a guard on a device lacking it) or match nothing, from
   ResourceClaims and ResourceClaimTemplates;
 - **pods**: 0-3 earlier pods, allocated by the scheduler first (devices in use), then the case
-  pod with 1-3 claims, one of them now and then an earlier pod's claim, allocated already.
+  pod with 1-3 claims, one of them now and then an earlier pod's claim, allocated already; on
+  some cases the last earlier pod races the case pod (not waited for).
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ class Case:
     pod: Pod
     kinds: tuple[str, ...] = ()
     """What the case pod's claims were drawn as, for the report."""
+    racing: bool = False
+    """The last earlier pod is not waited for: the scheduler may still hold its allocation in
+    flight (or not have written it yet) when toposched predicts."""
 
     @property
     def label(self) -> str:
@@ -105,7 +109,7 @@ class Case:
         claims = ", ".join(self.kinds)
         return (
             f"{self.nodes} nodes, {pools} pools in {len(self.slices)} slices, {devices} devices; "
-            f"{len(self.earlier)} earlier pods; claims: {claims}"
+            f"{len(self.earlier)} earlier pods{' (the last racing)' if self.racing else ''}; claims: {claims}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +120,7 @@ class Case:
             "nodes": self.nodes,
             "slices": [json.loads(json.dumps(s, default=lambda o: o.__dict__)) for s in self.slices],
             "earlier": [pod(p) for p in self.earlier],
+            "racing": self.racing,
             "pod": pod(self.pod),
         }
 
@@ -140,7 +145,8 @@ def case(seed: int, number: int, max_nodes: int = 3) -> Case:
     if named and rng.random() < 0.15:
         shared = (rng.choice(named),)
         kinds.append("shared")
-    return Case(number, seed, nodes, slices, earlier, Pod("pod", tuple(claims), shared), tuple(kinds))
+    racing = bool(earlier) and rng.random() < 0.15
+    return Case(number, seed, nodes, slices, earlier, Pod("pod", tuple(claims), shared), tuple(kinds), racing)
 
 
 # -- devices -----------------------------------------------------------------------------------------

@@ -52,7 +52,28 @@ def _search_timed_out(run: CaseRun, found: Disagreement) -> bool:
     return found.kind == "scheduled" and any(TIMED_OUT in s for s in said)
 
 
+def _taken_in_flight(run: CaseRun, found: Disagreement) -> bool:
+    """An earlier pod's claim, not allocated in the extender's store when toposched predicted,
+    holds a device toposched predicted for the case pod: the scheduler had allocated it (in its
+    Reserve, written in PreBind) after the store's view or before its status landed there."""
+    predicted, observed = run.prediction, run.observation
+    if predicted is None or observed is None or found.kind not in ("pick", "scheduled"):
+        return False
+    later = {
+        (driver, pool, device)
+        for claim, devices in observed.allocations.items()
+        if claim not in run.claims and claim not in run.allocated_seen
+        for _, driver, pool, device in devices or ()
+    }
+    return any(p.key in later for picks in predicted.picks.values() for p in picks)
+
+
 KNOWN: tuple[Known, ...] = (
+    Known(
+        "in-flight",
+        "the scheduler had allocated a device to an earlier pod whose allocation the store had not seen yet",
+        _taken_in_flight,
+    ),
     Known(
         "filter-timeout",
         "a node's search outlasted the 10 s filter timeout in the scheduler or in the helper, not in both",

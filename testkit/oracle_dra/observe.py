@@ -6,7 +6,8 @@ The case pod is created with a scheduling gate: the resourceclaim controller mak
 claims (and records them in the pod's status) while the scheduler leaves it alone, the prediction
 is taken once the extender's store holds everything the case wrote, and only then is the gate
 removed. Its ResourceClaims exist before it; the earlier pods are bound (their allocations
-written) or given up on before it comes, so nothing of the scheduler's is in flight.
+written) or given up on before it comes, so nothing of the scheduler's is in flight -- except on
+the cases drawn ``racing``, whose last earlier pod is not waited for.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ class Observation:
     reason: str = ""
     """When not bound: the PodScheduled condition's reason and message."""
     allocations: dict[str, list[tuple[str, str, str, str]] | None] = field(default_factory=dict)
-    """Claim (namespace/name) -> its allocation's devices as (request, driver, pool, device), in
-    order; None when it is not allocated."""
+    """Every claim of the case (namespace/name; the earlier pods' too) -> its allocation's devices
+    as (request, driver, pool, device), in order; None when it is not allocated."""
 
 
 @dataclass
@@ -65,7 +66,9 @@ class CaseRun:
     claims: list[str] = field(default_factory=list)
     """The case pod's claims (namespace/name), in its order."""
     earlier: dict[str, str] = field(default_factory=dict)
-    """Earlier pod -> the node it went to ("" where none)."""
+    """Earlier pod -> the node it went to ("" where none, or not waited for)."""
+    allocated_seen: list[str] = field(default_factory=list)
+    """The claims (namespace/name) the store held allocated when toposched predicted."""
     outcome: str = "judged"
     """judged, not judged or error."""
     error: str = ""
@@ -100,6 +103,7 @@ class Worker:
             await self._earlier(objects, run)
             pod = await self._gated(objects.case_pod)
             await self._caught_up(objects)
+            run.allocated_seen = self.predictor.allocated(namespace)  # before: what the prediction saw at least
             run.prediction = await self.predictor.predict(pod, self.nodes)
             run.claims = [f"{namespace}/{name}" for name in _claim_names(pod)]
             await self.api.patch(rest.path("", "v1", "pods", namespace, "pod"), {"spec": {"schedulingGates": []}})
@@ -142,7 +146,8 @@ class Worker:
         case pod."""
         for pod in objects.earlier:
             await self._create_pod(pod)
-        for pod in objects.earlier:
+        waited = objects.earlier[:-1] if run.case.racing else objects.earlier
+        for pod in waited:
             name = pod.pod["metadata"]["name"]
             decided = await self._decision(objects.namespace, name, self.decide_within)
             run.earlier[name] = (decided.get("spec") or {}).get("nodeName") or ""
@@ -199,10 +204,10 @@ class Worker:
         node = (pod.get("spec") or {}).get("nodeName") or ""
         condition = _not_scheduled(pod) or {}
         observed = Observation(node, "" if node else f"{condition.get('reason')}: {condition.get('message')}")
-        for claim in _claim_names(pod):
-            body = await self.api.get(rest.path(GROUP, VERSION, "resourceclaims", namespace, claim))
+        claims = await self.api.get(rest.path(GROUP, VERSION, "resourceclaims", namespace))
+        for body in claims["items"]:
             picks = allocation_picks(body)
-            observed.allocations[f"{namespace}/{claim}"] = (
+            observed.allocations[f"{namespace}/{body['metadata']['name']}"] = (
                 None if picks is None else [(p.request, p.driver, p.pool, p.device) for p in picks]
             )
         return observed

@@ -13,13 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
+from testkit.paths import CRDS
 from toposched.kube import rest
 from toposched.schedhook.extender.allocatorproc import AllocatorProcess, NodePick
 from toposched.schedhook.extender.devices import Devices
 from toposched.schedhook.extender.eventsink import EventSink
 from toposched.schedhook.extender.feed import feed
 from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore, object_key
-from toposched.schedhook.placement.dra import Pick, pod_claims
+from toposched.schedhook.placement.dra import Pick, allocation_picks, pod_claims
+
+CRD_PATH = rest.path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 
 
 @dataclass
@@ -55,12 +60,23 @@ class Predictor:
         self._feed: asyncio.Task[None] | None = None
 
     async def start(self, within: float = 60.0) -> None:
+        await self._crds()
         self._feed = asyncio.create_task(feed(self.store, self.api))
         deadline = time.monotonic() + within
         while not all(self.store.has_listed(k) for k in DRA_KINDS):
             if self._feed.done() or time.monotonic() > deadline:
                 raise RuntimeError("the extender's store did not list ResourceSlices, DeviceClasses and ResourceClaims")
             await asyncio.sleep(0.05)
+
+    async def _crds(self) -> None:
+        """The project's CRDs, which the store follows too (a cluster without them has the feed
+        retrying their lists, and saying so)."""
+        for path in sorted(CRDS.glob("*.yaml")):
+            try:
+                await self.api.create(CRD_PATH, yaml.safe_load(path.read_text()))
+            except rest.ApiError as exc:
+                if exc.status != 409:
+                    raise
 
     async def close(self) -> None:
         if self._feed is not None:
@@ -90,6 +106,11 @@ class Predictor:
                 if found is None or _version(found) < _version(obj):
                     return False
         return not any(key in self.store.objects[kind] for kind, keys in gone.items() for key in keys)
+
+    def allocated(self, namespace: str) -> list[str]:
+        """The claims of ``namespace`` the store holds allocated now (namespace/name)."""
+        claims = self.store.objects["resourceclaims"]
+        return sorted(k for k, c in claims.items() if k.startswith(f"{namespace}/") and allocation_picks(c) is not None)
 
     async def predict(self, pod: Mapping[str, Any], nodes: Sequence[str]) -> Prediction:
         """The devices the pod's claims get on each of ``nodes``, as the extender's filter asks."""

@@ -54,7 +54,8 @@ def tally_line(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement], s
     not run and cases not judged."""
     outcomes = Counter(outcome_of(r) for r in runs)
     by_kind = Counter(f"{d.kind}/{d.documented or 'undocumented'}" for d in disagreements)
-    devices = sum(len(a or ()) for r in runs if r.observation is not None for a in r.observation.allocations.values())
+    observed = [(r.observation, r.claims) for r in runs if r.observation is not None]
+    devices = sum(len(o.allocations.get(c) or ()) for o, claims in observed for c in claims)
     return (
         f"case pods: {dict(sorted(outcomes.items()))}, {devices} devices allocated, in {seconds:.0f}s; "
         f"disagreements by kind: {dict(sorted(by_kind.items())) or 'none'}; "
@@ -90,6 +91,7 @@ def to_json(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> d
             "not_judged": run.not_judged,
             "seconds": round(run.seconds, 2),
             "earlier": run.earlier,
+            "allocated_seen": run.allocated_seen,
             "claims": run.claims,
             "prediction": run.prediction.to_dict() if run.prediction is not None else None,
             "observation": dataclasses.asdict(run.observation) if run.observation is not None else None,

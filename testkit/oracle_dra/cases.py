@@ -10,16 +10,20 @@ What is drawn:
 - **devices**: on 1-3 nodes, 1-2 drivers (a GPU driver, a NIC driver) with 1-2 pools each, a
   pool in 1-3 slices (``resourceSliceCount`` right, some slices empty), 0-4 devices a slice; the
   NUMA node as the standard int attribute, -1, missing, or a vendor name (``dra.net/numaNode``,
-  ``gpu.nvidia.com/numa``); ``pcieRoot``, a model, an index and a memory capacity;
+  ``gpu.nvidia.com/numa``); ``pcieRoot``, a model, an index and a memory capacity, some GPUs
+  shared (``allowMultipleAllocations``, their memory consumed by claims) and some devices tainted;
 - **device classes**: by driver, by driver and memory, every device (no selector), and one
   pinning a NUMA node with a guarded selector;
-- **claims**: ``ExactCount`` (1-3) and ``All``, ``firstAvailable`` subrequests,
-  ``matchAttribute`` constraints, request selectors toposched follows and some that fail at
-  run time (an attribute read without a guard on a device lacking it) or match nothing, from
-  ResourceClaims and ResourceClaimTemplates;
+- **claims**: ``ExactCount`` (1-3) and ``All``, capacity requests, taint tolerations,
+  ``firstAvailable`` subrequests, ``matchAttribute`` constraints, request selectors toposched
+  follows and some that fail at run time (an attribute read without a guard on a device lacking
+  it) or match nothing, from ResourceClaims and ResourceClaimTemplates;
 - **pods**: 0-3 earlier pods, allocated by the scheduler first (devices in use), then the case
   pod with 1-3 claims, one of them now and then an earlier pod's claim, allocated already; on
   some cases the last earlier pod races the case pod (not waited for).
+
+Not drawn: a NUMA node as a list (``ints``), which the 1.36 apiserver refuses without the alpha
+DRAListTypeAttributes gate, and admin access, which needs a namespace labelled for it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ STANDARD = "resource.kubernetes.io"
 Spec = dict[str, Any]
 """A ResourceClaim's ``spec``, its device classes named by their short names (``gpu``...)."""
 
+TAINT = f"{DOMAIN}/unhealthy"
+
 CLASSES: dict[str, tuple[str, ...]] = {
     "gpu": (f'device.driver == "{GPU}"',),
     "gpu-big": (f'device.driver == "{GPU}"', f'device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0'),
@@ -52,7 +58,12 @@ class Device:
     name: str
     attributes: dict[str, dict[str, Any]]
     """As the API takes them: name -> {"int": 0} | {"string": ...} | {"bool": ...}."""
-    capacity: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """As the API takes it: name -> {"value": ..., "requestPolicy": ...}."""
+    shared: bool = False
+    """``allowMultipleAllocations``: claims consume its capacity (DRAConsumableCapacity)."""
+    tainted: bool = False
+    """Carries the ``NoSchedule`` taint ``TAINT``: only requests tolerating it get it (DRADeviceTaints)."""
 
 
 @dataclass(frozen=True)
@@ -184,16 +195,23 @@ def _numa(rng: random.Random, driver: str) -> dict[str, dict[str, Any]]:
 
 
 def _device(rng: random.Random, driver: str, name: str) -> Device:
+    tainted = rng.random() < 0.06
     attributes = _numa(rng, driver)
     if rng.random() < 0.8:
         attributes[f"{STANDARD}/pcieRoot"] = {"string": f"pci0000:{rng.choice(('00', '40', '80'))}"}
     if driver == GPU:
         attributes["model"] = {"string": rng.choice(("a100", "h100", "l4"))}
         attributes["index"] = {"int": rng.randint(0, 7)}
-        capacity = {"memory": rng.choice(("16Gi", "40Gi", "80Gi"))} if rng.random() < 0.97 else {}
-        return Device(name, attributes, capacity)
+        if rng.random() < 0.03:
+            return Device(name, attributes, tainted=tainted)
+        memory: dict[str, Any] = {"value": rng.choice(("16Gi", "40Gi", "80Gi"))}
+        shared = rng.random() < 0.15
+        if shared:  # handed out in steps of 10Gi, 10Gi when a request says nothing
+            memory["value"] = rng.choice(("40Gi", "80Gi"))  # the API wants two steps at least
+            memory["requestPolicy"] = {"default": "10Gi", "validRange": {"min": "10Gi", "step": "10Gi"}}
+        return Device(name, attributes, {"memory": memory}, shared, tainted)
     attributes["rdma"] = {"bool": rng.random() < 0.5}
-    return Device(name, attributes)
+    return Device(name, attributes, tainted=tainted)
 
 
 # -- claims ------------------------------------------------------------------------------------------
@@ -265,6 +283,12 @@ def _exactly(rng: random.Random, kinds: list[str]) -> dict[str, Any]:
     else:
         request["count"] = rng.choices((1, 2, 3), weights=(7, 2, 1))[0]
         kinds.append(f"{class_name}x{request['count']}")
+    if rng.random() < 0.1:
+        request["capacity"] = {"requests": {"memory": rng.choice(("10Gi", "20Gi", "40Gi"))}}
+        kinds[-1] += "+memory"
+    if rng.random() < 0.1:
+        request["tolerations"] = [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}]
+        kinds[-1] += "+tolerates"
     if rng.random() < 0.45:
         names = [n for n in SELECTOR_WEIGHTS if rng.random() < 0.15 or SELECTOR_DRIVERS[n] in CLASS_DRIVERS[class_name]]
         drawn = rng.choices(names, weights=[SELECTOR_WEIGHTS[n] for n in names])[0]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from testkit.oracle_dra.cases import CLASSES, Case, Claim, Device, Pod, Spec
+from testkit.oracle_dra.cases import CLASSES, TAINT, Case, Claim, Device, Pod, Spec
 
 API_VERSION = "resource.k8s.io/v1"
 LABEL = "toposched.invalid/dra-oracle"
@@ -83,7 +83,11 @@ def _cluster_object(kind: str, name: str, namespace: str, spec: dict[str, Any]) 
 def _device(device: Device) -> dict[str, Any]:
     body: dict[str, Any] = {"name": device.name, "attributes": device.attributes}
     if device.capacity:
-        body["capacity"] = {name: {"value": value} for name, value in device.capacity.items()}
+        body["capacity"] = device.capacity
+    if device.shared:
+        body["allowMultipleAllocations"] = True
+    if device.tainted:
+        body["taints"] = [{"key": TAINT, "value": "true", "effect": "NoSchedule"}]
     return body
 
 

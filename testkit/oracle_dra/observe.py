@@ -215,6 +215,11 @@ class Worker:
     async def _clean(self, objects: Objects) -> None:
         """Delete the case's objects, and wait until the store has seen its slices go: the next
         case on these nodes must not meet them."""
+        # The pods first: one the scheduler keeps failing on an error is retried (backing off) until
+        # it is gone, and a namespace takes its time to empty.
+        for pod in (objects.case_pod, *objects.earlier):
+            with contextlib.suppress(*FAILURES):
+                await self.api.delete(rest.path("", "v1", "pods", objects.namespace, pod.pod["metadata"]["name"]))
         with contextlib.suppress(*FAILURES):  # never created
             await self.api.delete(rest.path("", "v1", "namespaces", objects.namespace))
         for body in (*objects.slices, *objects.classes):

@@ -18,37 +18,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
 
+from testkit.oracle.runs import EXIT_FAILED, case_arguments, exit_status, finish, summary
 from testkit.oracle_dra.cases import Case, generate
 from testkit.oracle_dra.compare import Disagreement, compare
 from testkit.oracle_dra.nodes import ensure_nodes, remove_nodes, worker_nodes
 from testkit.oracle_dra.observe import FAILURES, CaseRun, Worker
 from testkit.oracle_dra.predict import Predictor
-from testkit.oracle_dra.report import EXIT_FAILED, case_lines, exit_status, last_line, tally_line, to_json
+from testkit.oracle_dra.report import case_lines, tally_line, to_json
 from testkit.realnode import RealNodeError
 from testkit.realnode.cluster import LocalCluster
 from toposched.kube import rest
 from toposched.kube.credentials import from_kubeconfig
 
+ORACLE = "oracle-dra"
+"""The last line's name: ``oracle-dra: N cases, D undocumented disagreements``."""
 HELPER = "toposched-dra-allocate"
 NODES_PER_WORKER = 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m testkit.oracle_dra", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=100, help="how many cases (default 100)")
-    parser.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
-    parser.add_argument("--first", type=int, default=0, help="number of the first case (to replay a few)")
+    case_arguments(parser, 100, "every case, prediction and observation")
     parser.add_argument("--workers", type=int, default=2, help="cases run side by side, each on its own nodes")
-    parser.add_argument("--out", type=Path, help="write every case, prediction and observation here (JSON)")
     parser.add_argument("--keep", action="store_true", help="leave the oracle's nodes at the end")
     parser.add_argument("--prefix", default="odra", help="name the nodes <prefix>-<worker>-<n> (default odra)")
     parser.add_argument("--helper", type=Path, help=f"the {HELPER} binary (default: the pinned bin dir's)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="a line for every case, not only failing ones")
     return parser.parse_args(argv)
 
 
@@ -83,8 +81,7 @@ async def run_all(args: argparse.Namespace, helper: Path) -> tuple[list[CaseRun]
             await remove_nodes(api, [n for _, nodes in workers for n in nodes])
         await predictor.close()
         await api.close()
-    runs.sort(key=lambda r: r.case.number)
-    return runs, disagreements
+    return sorted(runs, key=lambda r: r.case.number), disagreements
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,14 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             raise RealNodeError(f"{helper} is missing: build it with `make binaries`")
         runs, disagreements = asyncio.run(run_all(args, helper))
     except (RealNodeError, *FAILURES) as exc:
-        print(f"oracle-dra: {exc}", file=sys.stderr)
+        print(f"{ORACLE}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(tally_line(runs, disagreements, time.monotonic() - started))
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(to_json(runs, disagreements), indent=1, default=str) + "\n")
-    print(last_line(runs, disagreements))
-    return exit_status(runs, disagreements)
+    tally = tally_line(runs, disagreements, time.monotonic() - started)
+    finish(tally, summary(ORACLE, len(runs), disagreements), args.out, lambda: to_json(runs, disagreements))
+    return exit_status((r.outcome for r in runs), disagreements)
 
 
 if __name__ == "__main__":

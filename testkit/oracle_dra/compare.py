@@ -16,8 +16,9 @@ why toposched cannot know; the table below recognises them. Everything else is a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from testkit.oracle import runs
 from testkit.oracle_dra.observe import CaseRun
 
 
@@ -29,14 +30,10 @@ class Disagreement:
     where no fit was predicted) or ``pick`` (other devices)."""
     detail: str
     documented: str = ""
-    """The docs/oracle.md entry that explains it; empty when nothing does."""
+    """The id of the docs/oracle.md entry that explains it; empty: a bug to fix."""
 
 
-@dataclass(frozen=True)
-class Known:
-    id: str
-    title: str
-    matches: Callable[[CaseRun, Disagreement], bool]
+Known = runs.Known[Callable[[CaseRun, Disagreement], bool]]
 
 
 TIMED_OUT = "timed out trying to allocate devices"
@@ -84,11 +81,8 @@ KNOWN: tuple[Known, ...] = (
 
 
 def compare(run: CaseRun, known: Sequence[Known] = KNOWN) -> list[Disagreement]:
-    found = []
-    for raw in _differences(run):
-        documented = next((k.id for k in known if k.matches(run, raw)), "")
-        found.append(Disagreement(raw.case, raw.kind, raw.detail, documented))
-    return found
+    """The case's disagreements, each with the first documented entry that explains it."""
+    return [replace(d, documented=next((k.id for k in known if k.matches(run, d)), "")) for d in _differences(run)]
 
 
 def _differences(run: CaseRun) -> list[Disagreement]:

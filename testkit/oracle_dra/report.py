@@ -1,5 +1,5 @@
-"""What a run of the DRA oracle says: a case's lines, the two closing lines, the JSON of ``--out``
-and the exit status. Pure.
+"""What a run of the DRA oracle says: a case's lines, the line before the last and the JSON of
+``--out``. Pure. The last line and the exit status are every oracle's (``testkit.oracle.runs``).
 
 A case ends judged; not judged, when the scheduler, still running, did not decide on its pod in
 time (nothing against toposched, and it fails nothing); or an error, when the case could not run
@@ -15,10 +15,6 @@ from typing import Any
 
 from testkit.oracle_dra.compare import KNOWN, Disagreement
 from testkit.oracle_dra.observe import CaseRun
-
-EXIT_AGREED = 0
-EXIT_UNDOCUMENTED = 1
-EXIT_FAILED = 2
 
 
 def case_lines(run: CaseRun, found: Sequence[Disagreement], verbose: bool) -> list[str]:
@@ -62,19 +58,6 @@ def tally_line(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement], s
         f"cases that could not run: {outcomes.get('error', 0)}; "
         f"cases not judged (the scheduler did not decide in time): {outcomes.get('not judged', 0)}"
     )
-
-
-def last_line(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> str:
-    """The run's last line, exactly so: ``make oracle-dra`` and the tests read it."""
-    undocumented = sum(1 for d in disagreements if not d.documented)
-    return f"oracle-dra: {len(runs)} cases, {undocumented} undocumented disagreements"
-
-
-def exit_status(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> int:
-    """2 when a case could not run, else 1 when a disagreement is undocumented, else 0."""
-    if any(r.outcome == "error" for r in runs):
-        return EXIT_FAILED
-    return EXIT_UNDOCUMENTED if any(not d.documented for d in disagreements) else EXIT_AGREED
 
 
 def to_json(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> dict[str, Any]:

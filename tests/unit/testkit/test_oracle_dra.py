@@ -6,12 +6,13 @@ from collections import Counter
 
 import pytest
 
+from testkit.oracle.runs import exit_status, summary
+from testkit.oracle_dra.__main__ import ORACLE
 from testkit.oracle_dra.cases import Case, case, generate
 from testkit.oracle_dra.compare import Disagreement, compare
 from testkit.oracle_dra.objects import GATE, render
 from testkit.oracle_dra.observe import CaseRun, Observation
 from testkit.oracle_dra.predict import Prediction
-from testkit.oracle_dra.report import exit_status, last_line
 from toposched.schedhook.extender.allocatorproc import NodePick
 from toposched.schedhook.placement.dra import Pick
 
@@ -157,8 +158,8 @@ def test_compare(case_run: CaseRun, kinds: list[str], documented: list[str]) -> 
 def test_the_last_line_counts_undocumented_disagreements_only() -> None:
     runs = [run({}), run({})]
     found = [Disagreement(0, "pick", "x", "in-flight"), Disagreement(1, "pick", "y")]
-    assert last_line(runs, found) == "oracle-dra: 2 cases, 1 undocumented disagreements"
-    assert exit_status(runs, found[:1]) == 0
-    assert exit_status(runs, found) == 1
+    assert summary(ORACLE, len(runs), found) == "oracle-dra: 2 cases, 1 undocumented disagreements"
+    assert exit_status([r.outcome for r in runs], found[:1]) == 0
+    assert exit_status([r.outcome for r in runs], found) == 1
     runs[1].outcome = "error"
-    assert exit_status(runs, []) == 2
+    assert exit_status([r.outcome for r in runs], []) == 2

@@ -36,12 +36,7 @@ class Allocator(AllocatorProcess):
         pass
 
     async def allocate(
-        self,
-        claims: Sequence[dict[str, Any]],
-        nodes: Sequence[str],
-        assumed: Sequence[dict[str, Any]] = (),
-        per_node: float = 10.0,
-        full: bool = False,
+        self, claims: Sequence[dict[str, Any]], nodes: Sequence[str], *_: Any, **__: Any
     ) -> dict[str, NodePick]:
         return {n: self.answers[n] for n in nodes}
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -84,14 +85,22 @@ async def run_all(args: argparse.Namespace, helper: Path) -> tuple[list[CaseRun]
     return sorted(runs, key=lambda r: r.case.number), disagreements
 
 
+def find_helper() -> Path:
+    """The pinned bin dir's helper (``make binaries``), else the one on PATH, as the extender finds it."""
+    try:
+        return LocalCluster().bin_dir() / HELPER
+    except RealNodeError:  # the pinned binaries incomplete, or built from other sources
+        found = shutil.which(HELPER)
+        if found is None:
+            raise RealNodeError(f"{HELPER} is neither built nor on PATH: build it with `make binaries`") from None
+        return Path(found)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     try:
-        helper = args.helper or LocalCluster().bin_dir() / HELPER
-        if not helper.is_file():
-            raise RealNodeError(f"{helper} is missing: build it with `make binaries`")
-        runs, disagreements = asyncio.run(run_all(args, helper))
+        runs, disagreements = asyncio.run(run_all(args, args.helper or find_helper()))
     except (RealNodeError, *FAILURES) as exc:
         print(f"{ORACLE}: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -11,7 +11,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
 # Real kubelet nodes (fake NUMA topologies) `make cluster` adds to the local cluster; needs root.
 REAL_NODES ?= 0
 
-.PHONY: help run test test-tools test-images test-chart lint unit integration oracle bench cluster cluster-down cluster-status binaries venv clean \
+.PHONY: help run test test-tools test-images test-chart lint unit integration oracle oracle-dra bench cluster cluster-down cluster-status binaries venv clean \
 	image-tools images images-smoke images-clean
 
 help: ## list the targets
@@ -112,6 +112,14 @@ NODES ?= 3
 oracle: venv binaries test-tools cluster ## toposched's NUMA predictions against real kubelets: CASES=N SEED=S NODES=K
 	$(PY) -m testkit.oracle --cases $(CASES) --seed $(SEED) --nodes $(NODES) --out .cluster/oracle-$(SEED).json \
 	  || [ $$? -eq 1 ]
+
+# The DRA device pick toposched predicts against the real kube-scheduler, on kwok nodes (no root;
+# docs/oracle.md). Its last line says `oracle-dra: N cases, M undocumented disagreements` (a
+# disagreement does not fail make; tests/integration/test_oracle_dra.py fails on one); a run that
+# cannot run fails. DRA_HELPER=PATH uses another toposched-dra-allocate than the pinned bin dir's.
+oracle-dra: venv binaries cluster ## toposched's DRA device pick against the real kube-scheduler: CASES=N SEED=S
+	$(PY) -m testkit.oracle_dra --cases $(CASES) --seed $(SEED) --out .cluster/oracle-dra-$(SEED).json \
+	  $(if $(DRA_HELPER),--helper $(DRA_HELPER)) || [ $$? -eq 1 ]
 
 bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
 	$(PY) -m bench

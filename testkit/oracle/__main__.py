@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import time
-from pathlib import Path
 
 from kubernetes_asyncio import client, config
 
@@ -29,22 +27,19 @@ from testkit.oracle.cases import Case, generate
 from testkit.oracle.compare import Disagreement, compare
 from testkit.oracle.observe import CaseRun, Observer, prepare
 from testkit.oracle.report import EXIT_FAILED, case_lines, exit_status, last_line, tally_line, to_json
+from testkit.oracle.runs import case_arguments, finish
 from testkit.realnode import RealNodeError, remove_node
 from testkit.realnode.cluster import LocalCluster
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m testkit.oracle", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=200, help="how many cases (default 200)")
-    parser.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
-    parser.add_argument("--first", type=int, default=0, help="number of the first case (to replay a few)")
+    case_arguments(parser, 200, "every case, step and disagreement")
     parser.add_argument("--nodes", type=int, default=3, help="real nodes running cases side by side (default 3)")
-    parser.add_argument("--out", type=Path, help="write every case, step and disagreement here (JSON)")
     parser.add_argument("--keep", action="store_true", help="leave the oracle's nodes running at the end")
     parser.add_argument(
         "--prefix", default="oracle", help="name the real nodes <prefix>-0, <prefix>-1, ... (default oracle)"
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="a line for every case, not only failing ones")
     return parser.parse_args(argv)
 
 
@@ -90,11 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.nodes):
                 with contextlib.suppress(RealNodeError):  # never created
                     remove_node(f"{args.prefix}-{i}")
-    print(tally_line(runs, disagreements, time.monotonic() - started))
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(to_json(runs, disagreements), indent=1, default=str) + "\n")
-    print(last_line(runs, disagreements))
+    tally = tally_line(runs, disagreements, time.monotonic() - started)
+    finish(tally, last_line(runs, disagreements), args.out, lambda: to_json(runs, disagreements))
     return exit_status(runs, disagreements)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from testkit.oracle import runs
 from testkit.oracle.cases import Case
 from testkit.oracle.observe import REJECTIONS, CaseRun, Step
 
@@ -32,13 +33,8 @@ class Disagreement:
     """The docs/oracle.md entry that explains it; empty when nothing does."""
 
 
-@dataclass(frozen=True)
-class Known:
-    """A documented disagreement and how to recognise it."""
-
-    id: str
-    title: str
-    matches: Callable[[Case, Step, Disagreement], bool]
+Known = runs.Known[Callable[[Case, Step, Disagreement], bool]]
+"""A documented disagreement and how to recognise it."""
 
 
 def _asks_unhealthy(case: Case, step: Step, found: Disagreement) -> bool:

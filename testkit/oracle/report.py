@@ -16,12 +16,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from testkit.oracle import runs as oracle_runs
 from testkit.oracle.compare import KNOWN, Disagreement
 from testkit.oracle.observe import CaseRun
 
-EXIT_AGREED = 0
-EXIT_UNDOCUMENTED = 1
-EXIT_FAILED = 2
+EXIT_AGREED = oracle_runs.EXIT_AGREED
+EXIT_UNDOCUMENTED = oracle_runs.EXIT_UNDOCUMENTED
+EXIT_FAILED = oracle_runs.EXIT_FAILED
 
 
 def case_lines(run: CaseRun, found: Sequence[Disagreement], verbose: bool) -> list[str]:
@@ -59,16 +60,13 @@ def tally_line(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement], s
 
 def last_line(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> str:
     """The run's last line, exactly so: ``make oracle`` and the tests read it."""
-    undocumented = sum(1 for d in disagreements if not d.documented)
-    return f"oracle: {len(runs)} cases, {undocumented} undocumented disagreements"
+    return oracle_runs.summary("oracle", len(runs), disagreements)
 
 
 def exit_status(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> int:
     """2 when a case could not run, else 1 when a disagreement is undocumented, else 0; a case not
     judged changes nothing."""
-    if any(r.outcome == "error" for r in runs):
-        return EXIT_FAILED
-    return EXIT_UNDOCUMENTED if any(not d.documented for d in disagreements) else EXIT_AGREED
+    return oracle_runs.exit_status((r.outcome for r in runs), disagreements)
 
 
 def to_json(runs: Sequence[CaseRun], disagreements: Sequence[Disagreement]) -> dict[str, Any]:

@@ -30,14 +30,14 @@ class AllocatorGoneError(Exception):
 
 @dataclass(frozen=True)
 class NodePick:
-    """One node's answer: the devices picked, as (claim index, request, driver, pool, device);
-    or that the claims do not fit there; or the error the scheduler would report for it."""
+    """One node's answer: the devices picked, as [claim index, request, driver, pool, device]; or
+    that the claims do not fit there; or the error the scheduler would report for it."""
 
-    devices: list[list[Any]]
+    devices: Sequence[Sequence[Any]] = ()
     """As the helper sent them (thousands of nodes per answer: not copied)."""
-    unsuitable: bool
-    error: str
-    allocation: list[dict[str, Any]]
+    unsuitable: bool = False
+    error: str = ""
+    allocation: Sequence[dict[str, Any]] = ()
 
 
 class AllocatorProcess:

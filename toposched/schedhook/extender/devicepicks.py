@@ -15,7 +15,14 @@ from typing import Any, Final
 
 from toposched.schedhook.extender.allocatorproc import AllocatorGoneError, AllocatorProcess, NodePick
 from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore, key_name, store_key
-from toposched.schedhook.placement.dra import ClaimRef, DeviceZones, Pick, allocation_picks, describe
+from toposched.schedhook.placement.dra import (
+    ClaimRef,
+    DeviceZones,
+    Pick,
+    allocated_nodes,
+    allocation_picks,
+    describe,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -39,17 +46,25 @@ class PodPicks:
     """None: every claim is allocated already, the same devices on every node."""
     unknown: str = ""
     """Why nothing is known (the claims not seen yet, the helper away, ...)."""
+    allowed: list[frozenset[str]] = field(default_factory=list)
+    """The nodes each allocated claim that names them can be used on."""
+
+    def answer(self, node: str) -> NodePick:
+        """The node's answer as the scheduler's Filter decides: the allocator's first (an error
+        there aborts it whatever else), then whether the allocated claims can be used there."""
+        found = NodePick() if self.answers is None else self.answers.get(node, NodePick(unsuitable=True))
+        if not found.error and not found.unsuitable and not all(node in names for names in self.allowed):
+            return NodePick(unsuitable=True, error="a claim of the pod is allocated for another node")
+        return found
 
     def of(self, node: str) -> list[Pick] | None:
-        """The node's devices; None where the claims do not fit or the allocator failed."""
+        """The node's devices; None where the claims do not fit, or the allocator failed."""
         if self.unknown:
             return None
-        if self.answers is None:
-            return self.fixed
-        answer = self.answers.get(node)
-        if answer is None or answer.error:
+        found = self.answer(node)
+        if found.error or found.unsuitable:
             return None
-        return [*self.fixed, *(Pick(self.keys[d[0]], d[1], d[2], d[3], d[4]) for d in answer.devices)]
+        return [*self.fixed, *(Pick(self.keys[d[0]], d[1], d[2], d[3], d[4]) for d in found.devices)]
 
     def describe(self, node: str, at: int) -> str:
         """The node's ``at``-th device, as ``placement.dra.describe`` names it."""
@@ -87,8 +102,9 @@ class PickPredictor:
             claims.append(claim)
         fixed = [p for c in claims for p in allocation_picks(c) or ()]
         todo = [c for c in claims if allocation_picks(c) is None]
+        allowed = [a for c in claims if allocation_picks(c) is not None and (a := allocated_nodes(c)) is not None]
         if not todo:
-            return PodPicks(fixed)
+            return PodPicks(fixed, allowed=allowed)
         keys = [f"{namespace}/{c['metadata']['name']}" for c in todo]
         try:
             await self.sync()
@@ -96,7 +112,7 @@ class PickPredictor:
         except (AllocatorGoneError, ValueError, TimeoutError, OSError) as exc:
             logger.warning("DRA allocator: %s", exc)
             return PodPicks(unknown=f"the DRA allocator did not answer ({exc})")
-        return PodPicks(fixed, keys, answers)
+        return PodPicks(fixed, keys, answers, allowed=allowed)
 
     async def _answers(self, claims: list[dict[str, Any]], nodes: Sequence[str]) -> Mapping[str, NodePick]:
         if self._generation != self.allocator.generation:  # a new process: it sent nothing yet

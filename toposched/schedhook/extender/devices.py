@@ -184,7 +184,7 @@ class Devices:
         """``judge_devices`` of the node's devices (None: not known), from the verdict kept for the
         node when the helper's answer, the CPU zones and the devices' zones are the ones it was for."""
         answer = found.answers.get(node) if found.answers is not None and not found.fixed else None
-        if answer is None or answer.error:
+        if answer is None or answer.error or answer.unsuitable:
             picks = found.of(node)
             if picks is None:
                 return None
@@ -197,14 +197,25 @@ class Devices:
         return verdict
 
     async def picks(
-        self, namespace: str, refs: Sequence[ClaimRef], nodes: Sequence[str]
+        self,
+        namespace: str,
+        refs: Sequence[ClaimRef],
+        nodes: Sequence[str],
+        left_out: dict[str, NodePick] | None = None,
     ) -> tuple[dict[str, list[Pick]], str]:
         """Per node, the devices the pod's claims (``pod_claims``) get there: those allocated
         already, then the allocator's pick for the others. A node the claims do not fit, or where
-        the allocator fails, is left out; when nothing is known, why."""
+        the allocator fails, is left out (with its answer, into ``left_out`` when given); when
+        nothing is known, why (else "")."""
         found = await self.predictor.predict(namespace, refs, nodes)
-        picks = {n: p for n in nodes if (p := found.of(n)) is not None}
-        return picks, found.failure()
+        picks: dict[str, list[Pick]] = {}
+        for node in nodes:
+            devices = found.of(node)
+            if devices is not None:
+                picks[node] = devices
+            elif left_out is not None and not found.unknown:
+                left_out[node] = found.answer(node)
+        return picks, found.unknown
 
     def _remember(self, uid: str, asked: Asked) -> Asked:
         self._asked[uid] = asked

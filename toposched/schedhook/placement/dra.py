@@ -248,3 +248,24 @@ def allocation_picks(claim: Mapping[str, Any]) -> list[Pick] | None:
         for r in results
         if isinstance(r, dict)
     ]
+
+
+def allocated_nodes(claim: Mapping[str, Any]) -> frozenset[str] | None:
+    """The nodes an allocated claim can be used on, where its ``status.allocation.nodeSelector``
+    names them (``metadata.name In``, as the allocator writes it for node-local devices); None when
+    it names no node (devices of every node, or a selector by labels, not followed here)."""
+    allocation = (claim.get("status") or {}).get("allocation")
+    selector = allocation.get("nodeSelector") if isinstance(allocation, dict) else None
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, dict) else None
+    if not isinstance(terms, list) or not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        fields = term.get("matchFields") if isinstance(term, dict) else None
+        if not isinstance(fields, list) or len(fields) != 1 or term.get("matchExpressions"):
+            return None
+        field = fields[0] if isinstance(fields[0], dict) else {}
+        if field.get("key") != "metadata.name" or field.get("operator") != "In":
+            return None
+        names.update(str(v) for v in field.get("values") or ())
+    return frozenset(names)

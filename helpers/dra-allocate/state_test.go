@@ -35,6 +35,16 @@ func claim(count int) map[string]any {
 	}
 }
 
+// heldClaim is ns/held, allocated gpu-0 of pool p1.
+func heldClaim() map[string]any {
+	held := claim(1)
+	held["metadata"] = map[string]any{"name": "held", "namespace": "ns"}
+	held["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{
+		map[string]any{"request": "gpu", "driver": driver, "pool": "p1", "device": "gpu-0"},
+	}}}}
+	return held
+}
+
 var class = map[string]any{
 	"metadata": map[string]any{"name": "gpu"},
 	"spec":     map[string]any{"selectors": []any{map[string]any{"cel": map[string]any{"expression": `device.driver == "gpu.example.com"`}}}},
@@ -161,11 +171,7 @@ func TestAnswersAreKeptWhileTheNodeDoesNotChange(t *testing.T) {
 	ask := func(id int, assumed ...assumed) map[string]any {
 		return map[string]any{"op": "allocate", "id": id, "claims": []any{claim(1)}, "nodes": nodes, "assumed": assumed}
 	}
-	held := claim(1)
-	held["metadata"] = map[string]any{"name": "held", "namespace": "ns"}
-	held["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{
-		map[string]any{"request": "gpu", "driver": driver, "pool": "p1", "device": "gpu-0"},
-	}}}}
+	held := heldClaim()
 	answers := run(t, "",
 		put("DeviceClass", class),
 		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0", "gpu-1")),
@@ -203,11 +209,7 @@ func TestDeltaAnswersNameOnlyTheNodesThatChanged(t *testing.T) {
 	ask := func(id int, have ...string) map[string]any {
 		return map[string]any{"op": "allocate", "id": id, "claims": []any{claim(1)}, "nodeNames": []string{"n1", "n2"}, "delta": true, "have": have}
 	}
-	held := claim(1)
-	held["metadata"] = map[string]any{"name": "held", "namespace": "ns"}
-	held["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{
-		map[string]any{"request": "gpu", "driver": driver, "pool": "p1", "device": "gpu-0"},
-	}}}}
+	held := heldClaim()
 	first := run(t, "",
 		put("DeviceClass", class),
 		put("ResourceSlice", slice("s1", "n1", "p1", "gpu-0", "gpu-1")),

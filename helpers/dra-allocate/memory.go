@@ -21,33 +21,38 @@ type memory struct {
 	versions  map[string]uint64 // node -> bumped by what that node reads
 	poolNodes map[string]string // driver/pool -> the node its slices are on
 	answers   map[memoryKey]kept
+	seq       uint64 // numbers the answers worked out: one kept again is the same answer
 }
 
 type memoryKey struct{ shape, node string }
 
 type kept struct {
-	epoch, version uint64
-	assumed        string
-	answer         nodeAnswer
+	epoch, version, seq uint64
+	assumed             string
+	answer              nodeAnswer
 }
 
 func newMemory() *memory {
 	return &memory{versions: map[string]uint64{}, poolNodes: map[string]string{}, answers: map[memoryKey]kept{}}
 }
 
-func (m *memory) get(shape, node, assumed string) (nodeAnswer, bool) {
+// get returns the answer kept, and its number.
+func (m *memory) get(shape, node, assumed string) (nodeAnswer, uint64, bool) {
 	found, ok := m.answers[memoryKey{shape, node}]
 	if !ok || found.epoch != m.epoch || found.version != m.versions[node] || found.assumed != assumed {
-		return nodeAnswer{}, false
+		return nodeAnswer{}, 0, false
 	}
-	return found.answer, true
+	return found.answer, found.seq, true
 }
 
-func (m *memory) keep(shape, node, assumed string, answer nodeAnswer) {
+// keep keeps an answer worked out now and returns its number.
+func (m *memory) keep(shape, node, assumed string, answer nodeAnswer) uint64 {
 	if len(m.answers) >= keepAtMost {
 		m.answers = map[memoryKey]kept{}
 	}
-	m.answers[memoryKey{shape, node}] = kept{m.epoch, m.versions[node], assumed, answer}
+	m.seq++
+	m.answers[memoryKey{shape, node}] = kept{m.epoch, m.versions[node], m.seq, assumed, answer}
+	return m.seq
 }
 
 func (m *memory) forgetAll() { m.epoch++ }

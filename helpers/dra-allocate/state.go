@@ -191,13 +191,14 @@ func (s *state) allocate(r request) *answer {
 	assumedOn := s.kept.byNode(r.Assumed)
 	nodes := readNodes(r)
 	answers := make([]nodeAnswer, len(nodes))
+	numbers := make([]uint64, len(nodes)) // 0: an answer not kept
 	var todo []int
 	for i, n := range nodes {
-		switch found, ok := s.kept.get(shape, n.name, assumedOn[n.name]+"\x00"+n.sent); {
+		switch found, number, ok := s.kept.get(shape, n.name, assumedOn[n.name]+"\x00"+n.sent); {
 		case n.node == nil:
 			answers[i] = nodeAnswer{Error: "not a node"}
 		case ok:
-			answers[i] = found
+			answers[i], numbers[i] = found, number
 		default:
 			todo = append(todo, i)
 		}
@@ -215,7 +216,7 @@ func (s *state) allocate(r request) *answer {
 			answers[todo[k]] = s.allocateOn(allocator, nodes[todo[k]].node, claims, timeout, r.Full)
 		})
 		for _, i := range todo {
-			s.kept.keep(shape, nodes[i].name, assumedOn[nodes[i].name]+"\x00"+nodes[i].sent, answers[i])
+			numbers[i] = s.kept.keep(shape, nodes[i].name, assumedOn[nodes[i].name]+"\x00"+nodes[i].sent, answers[i])
 		}
 	}
 	if r.Delta {
@@ -224,7 +225,7 @@ func (s *state) allocate(r request) *answer {
 			names[i] = n.name
 		}
 		name := shapeName(shape)
-		changed, delta, err := s.sent.changed(name, holds(r.Have, name), names, answers)
+		changed, delta, err := s.sent.changed(name, holds(r.Have, name), names, answers, numbers)
 		if err != nil {
 			return &answer{ID: r.ID, Error: err.Error()}
 		}

@@ -31,6 +31,7 @@ from bench import (
     report,
     scale,
     schedhook,
+    schedhook_dra,
     smt,
 )
 from testkit.realnode import RealNodeError
@@ -131,6 +132,7 @@ def main() -> int:
 
     if "extender" in only:  # first: a latency tail measured after the cluster steps is their load
         step("schedhook", lambda: schedhook.run(nodes=5000, repeats=200))
+        step("schedhook_dra", lambda: schedhook_dra.run(nodes=1000, repeats=200))
         step("capacity", lambda: capacity.run(nodes=5000, repeats=3))
     if "components" in only:
         step("appgroup_sort", lambda: appgroup_sort.run(repeats=41 if full else 15))

@@ -112,6 +112,15 @@ def headline(results: dict[str, Any]) -> list[str]:
             + (f", {new['median']:.1f} / {new['p99']:.1f} ms (a new pod shape every call)" if new else "")
             + f"; the evaluation alone median {sh['evaluate_ms']['median']:.1f} ms."
         )
+    dra = results.get("schedhook_dra")
+    if dra:
+        plain, with_claim = dra["filter_and_prioritize_ms"], dra["filter_and_prioritize_dra_ms"]
+        lines.append(
+            f"- With DRA pods, {dra['nodes']} nodes of {dra['gpus_per_node']} GPUs in {dra['pools_per_node']} "
+            f"pools, side by side: a pod with a GPU claim median {with_claim['median']:.1f} ms, p99 "
+            f"{with_claim['p99']:.1f} ms, against {plain['median']:.1f} / {plain['p99']:.1f} ms without "
+            f"(p99 {dra['p99_added_ms']:+.1f} ms)."
+        )
     return [*lines, ""]
 
 

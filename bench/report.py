@@ -695,6 +695,27 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
     return [*lines, "", "![extender latency](extender.png)", ""]
 
 
+def capacity(results: dict[str, Any]) -> list[str]:
+    cap = results.get("capacity")
+    if not cap or "fleet" not in cap:
+        return []
+    lines = [
+        f"## `toposched capacity`: {len(cap['shapes'])} shapes over {cap['nodes']} nodes (goal {cap['goal_s']:g} s)",
+        "",
+        "The count alone (NRTs parsed, nodes judged, copies counted); fleet: few distinct node states,",
+        "random: every node distinct. CPU seconds are the process's own (the machine may be shared).",
+        "",
+        "| cluster | wall s (median) | CPU s (median) | max | copies per shape |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for label in ("fleet", "random"):
+        r = cap[label]
+        wall, cpu = r["count_s"], r.get("count_cpu_s", r["count_s"])
+        fits = ", ".join(f"{name} {n}" for name, n in r["fits"].items())
+        lines.append(f"| {label} | {wall['median']:.2f} | {cpu['median']:.2f} | {wall['max']:.2f} | {fits} |")
+    return [*lines, ""]
+
+
 def render(results: dict[str, Any], plots: Path) -> str:
     lines = [f"# toposched benchmarks ({results['when']}, {'full' if results.get('full') else 'quick'} run)", ""]
     m = results["machine"]
@@ -714,6 +735,7 @@ def render(results: dict[str, Any], plots: Path) -> str:
     lines += network(results, plots)
     lines += scale(results, plots)
     lines += extender(results, plots)
+    lines += capacity(results)
     if "appgroup_sort" in results:
         lines += components(results)
     return "\n".join(lines)

@@ -7,6 +7,9 @@
 #   gcc, libc6-dev                               the sandbox (pause) image's static binary
 #   util-linux, mount, iproute2, openssl         unshare/mount for the fake sysfs, bridge cleanup,
 #                                                the kubelets' client certificates
+#   prometheus (+ promtool)                      the monitoring test: scrapes the real nodes'
+#                                                exporters, the extender and the operator, runs
+#                                                the chart's rules (its service is never started)
 # Deliberately not iptables: with it the kubelet and the CNI plugins would write host-wide rules
 # that outlive the nodes (the kubelets run with makeIPTablesUtilChains: false and no masquerading).
 #
@@ -32,6 +35,8 @@ declare -A needs=(
   [/usr/bin/mount]=mount
   [/usr/sbin/ip]=iproute2
   [/usr/bin/openssl]=openssl
+  [/usr/bin/prometheus]=prometheus
+  [/usr/bin/promtool]=prometheus
 )
 
 missing=()

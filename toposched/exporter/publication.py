@@ -7,9 +7,10 @@ import logging
 from decimal import Decimal
 from typing import Any
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL, TOPOLOGY_MANAGER_SCOPE_LABEL
+from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter import checkpoints
 from toposched.exporter.checkpoints import Checkpoints
@@ -23,6 +24,25 @@ from toposched.kube.nodeclient import ApiError
 logger = logging.getLogger(__name__)
 
 WRITES = Counter("toposched_exporter_writes_total", "NRT writes (creates and replaces).")
+ZONE_FIGURES = {
+    which: Gauge(
+        f"toposched_exporter_zone_{which}",
+        f"The {which} amount of each resource of each NUMA zone of this node's NRT (CPUs, bytes, devices).",
+        ["node", "zone", "resource"],
+    )
+    for which in ("allocatable", "available")
+}
+"""Per exporter, its own node's zones x resources: series grow with the nodes alone."""
+
+
+def zone_figures(nrt: NodeResourceTopology) -> None:
+    """The zones' allocatable and available figures as gauges (a resource gone goes from them too)."""
+    for gauge in ZONE_FIGURES.values():
+        gauge.clear()
+    for zone in nrt.zones:
+        for r in zone.resources or []:
+            for which, gauge in ZONE_FIGURES.items():
+                gauge.labels(nrt.name, zone.name, r.name).set(float(parse_quantity(getattr(r, which))))
 
 
 class Publication:
@@ -40,9 +60,11 @@ class Publication:
         owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
         node_allocatable = node.get("status", {}).get("allocatable") or {}
         inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in node_allocatable.items()}, allocatable, pods)
-        written = await publisher.publish(build(inputs))
+        nrt = build(inputs)
+        written = await publisher.publish(nrt)
         if written:
             WRITES.inc()
+        zone_figures(nrt)
         await self.label(publisher, node, inputs.kubelet)
         if self.settings.advertise_bandwidth:
             speeds = [nic.speed_bps for nic in inputs.machine.nics if nic.speed_bps]

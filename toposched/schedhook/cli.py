@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # imported where used: the other commands start without them
     from toposched.schedhook.extender.store import ObjectStore
 
 log = logging.getLogger(__name__)
+BLIND_EVERY = 5.0
+"""Seconds between two judgements of the blind nodes when no filter call asks (the alerts read them)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +55,9 @@ async def _serve(settings: SchedhookSettings) -> None:
             # it during requests (a full collection of thousands of NRTs is a p99 spike).
             gc.collect()
             gc.freeze()
-            await asyncio.Event().wait()
+            while True:  # the blind-node gauge follows the cluster between filter calls too
+                coordinator.view.knowledge.blind_nodes()
+                await asyncio.sleep(BLIND_EVERY)
         finally:
             for task in tasks:
                 task.cancel()

@@ -27,6 +27,8 @@ TOPOLOGY_AFFINITY_ERRORS = Counter(
     "sees it, by what it did (deleted for its controller to recreate, or reported: no controller).",
     ["action"],
 )
+for _action in ("deleted", "reported"):  # at 0 from the start: an increase over no series is none
+    TOPOLOGY_AFFINITY_ERRORS.labels(_action)
 REASON = "TopologyAffinityError"
 EVENT_REASON = "TopologyAffinityRemediation"
 CONTROLLERS = ("ReplicaSet", "StatefulSet", "Job")

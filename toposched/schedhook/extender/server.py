@@ -32,6 +32,9 @@ ERRORS = Counter(
     "placed anywhere), refused (a bind not made), bad_request, exception.",
     ["verb", "kind"],
 )
+for _verb in ("filter", "prioritize", "bind", "other"):  # at 0 from the start: a rate over no series is no rate
+    for _kind in ("not_ready", "pod", "refused", "bad_request", "exception"):
+        ERRORS.labels(_verb, _kind)
 
 
 class Extender:

@@ -7,7 +7,9 @@ node's allocatable less its pods' requests) has no room for it. A node whose NUM
 missing, stale or unreadable has an unknown capacity: it is never counted as free.
 
 Nodes with the same NRT view and the same room get the same answer: each distinct one is counted
-once per shape (a large cluster has few distinct machines in few distinct states).
+once per shape (a large cluster has few distinct machines in few distinct states). Where the
+kubelet's walk has a closed form (``zonecopies``: single-numa-node, one container) each node is
+counted zone by zone instead, and the reasons of those the kubelet ends are said all at once.
 """
 
 from collections import Counter
@@ -22,6 +24,7 @@ from toposched.schedhook.placement.model import NodeTopology, Pod
 from toposched.schedhook.placement.occupancy import PODS, Occupancy
 from toposched.schedhook.placement.shapes import Shape
 from toposched.schedhook.placement.snapshot import Snapshot
+from toposched.schedhook.placement.zonecopies import ZoneCounter
 
 MAX_COPIES = 1024
 """Copies counted on one node at most (no node holds more pods than this)."""
@@ -65,17 +68,20 @@ def capacity(
     snapshot: Snapshot, shapes: Sequence[Shape], occupancy: Occupancy, candidates: Sequence[str]
 ) -> list[ShapeCapacity]:
     """Each shape's copies on each candidate node (by itself: the shapes do not share the room)."""
-    out = []
-    for shape in shapes:
-        runs: dict[str, Admitted] = {}
-        fits = []
-        for name in candidates:
-            fit = _unknown(name, snapshot, occupancy)
-            if fit is None:
-                fit = _counted(name, shape.pod, snapshot.nrts.get(name), occupancy.room.get(name), runs)
-            fits.append(fit)
-        out.append(ShapeCapacity(shape, tuple(fits)))
-    return out
+    counts = [Counting(shape.pod) for shape in shapes]
+    fits: list[list[NodeFit]] = [[] for _ in shapes]
+    for name in candidates:
+        nrt, room = snapshot.nrts.get(name), occupancy.room.get(name)
+        known = _unknown(name, snapshot, occupancy)
+        strict = room is not None
+        if known is None and room is None:  # no Node object: the NRT's zones are all that is known
+            if nrt is None:
+                known = NodeFit(name, None, reason=f"nothing known of {name}: no NRT, no allocatable", limit=UNKNOWN)
+            else:
+                room = zone_sums(nrt)
+        for count, found in zip(counts, fits, strict=True):
+            found.append(known or count.fit(name, nrt, room or {}, strict))
+    return [ShapeCapacity(s, c.explained(f)) for s, c, f in zip(shapes, counts, fits, strict=True)]
 
 
 def _unknown(name: str, snapshot: Snapshot, occupancy: Occupancy) -> NodeFit | None:
@@ -88,32 +94,68 @@ def _unknown(name: str, snapshot: Snapshot, occupancy: Occupancy) -> NodeFit | N
     return None
 
 
-def _counted(
-    name: str, pod: Pod, nrt: NodeTopology | None, room: Mapping[str, Decimal] | None, runs: dict[str, "Admitted"]
+def copies(
+    nrt: NodeTopology | None, pod: Pod, room: Mapping[str, Decimal], strict: bool = True, closed_form: bool = True
 ) -> NodeFit:
-    strict = room is not None
-    if room is None:  # no Node object: the NRT's zones are all that is known
-        if nrt is None:
-            return NodeFit(name, None, reason=f"nothing known of {name}: no NRT, no allocatable", limit=UNKNOWN)
-        room = zone_sums(nrt)
-    limit, why = room_for(pod, room, strict)
-    if nrt is None or not nrt.zones:
-        return NodeFit(name, limit, {}, why, SCHEDULER)
-    key = repr(replace(nrt, name=""))
-    run = runs.get(key)
-    if run is None:
-        run = runs[key] = Admitted(nrt, pod)
-    return run.fit(name, limit, why)
-
-
-def copies(nrt: NodeTopology | None, pod: Pod, room: Mapping[str, Decimal], strict: bool = True) -> NodeFit:
     """The copies of ``pod`` a node takes: kube-scheduler's fit bounds them, and the kubelet admits
     them one after another (``nrt`` None: the node publishes no NUMA zones, its fit alone counts).
-    ``strict``: a resource ``room`` does not list is one the node does not have."""
-    limit, why = room_for(pod, room, strict)
-    if nrt is None or not nrt.zones:
-        return NodeFit("", limit, {}, why, SCHEDULER)
-    return Admitted(nrt, pod).fit("", limit, why)
+    ``strict``: a resource ``room`` does not list is one the node does not have; ``closed_form``:
+    count zone by zone where that holds (else always copy by copy)."""
+    count = Counting(pod, closed_form)
+    return count.explained([count.fit("", nrt, room, strict)])[0]
+
+
+class Counting:
+    """One shape's copies on node after node: zone by zone where the closed form holds, else copy
+    by copy, once per distinct NRT view."""
+
+    def __init__(self, pod: Pod, closed_form: bool = True) -> None:
+        self.pod = pod
+        self.wanted = {r: q for r, q in effective(pod).items() if q > 0}
+        self.zones = ZoneCounter(pod) if closed_form else None
+        self.runs: dict[str, Admitted] = {}
+        self.alike: dict[tuple[str | None, str | None], bool] = {}
+        """Per pair of CPU and Memory Manager policies: do the copies take nothing from the zones?"""
+        self.unexplained: dict[str, NodeTopology] = {}
+        """Nodes whose fits the kubelet ends, their reasons yet to be said (all at once)."""
+
+    def fit(self, name: str, nrt: NodeTopology | None, room: Mapping[str, Decimal], strict: bool) -> NodeFit:
+        """The node's fit given kube-scheduler's ``room`` on it."""
+        limit, why = _room_for(self.wanted, room, strict)
+        if nrt is None or not nrt.zones:
+            return NodeFit(name, limit, {}, why, SCHEDULER)
+        closed = None if self.zones is None or self._alike(nrt) else self.zones.count(nrt)
+        if closed is None:
+            key = repr(replace(nrt, name=""))
+            run = self.runs.get(key)
+            if run is None:
+                run = self.runs[key] = Admitted(nrt, self.pod)
+            return run.fit(name, limit, why)
+        if closed.total >= limit:
+            return NodeFit(name, limit, closed.first(limit), why, SCHEDULER)
+        self.unexplained[name] = nrt
+        return NodeFit(name, closed.total, closed.first(limit), "", KUBELET)
+
+    def _alike(self, nrt: NodeTopology) -> bool:
+        managers = (nrt.cpu_manager, nrt.memory_manager)
+        found = self.alike.get(managers)
+        if found is None:
+            found = self.alike[managers] = _alike(nrt, self.pod)
+        return found
+
+    def explained(self, fits: Sequence[NodeFit]) -> tuple[NodeFit, ...]:
+        """The fits with why the kubelet stops where it does (``ZoneCounter.reasons``)."""
+        if not self.unexplained or self.zones is None:
+            return tuple(fits)
+        reasons = dict(zip(self.unexplained, self.zones.reasons(list(self.unexplained.values())), strict=True))
+        self.unexplained = {}
+        said = (NodeFit(f.node, f.fits, f.zones, reasons[f.node], f.limit) if f.node in reasons else f for f in fits)
+        return tuple(said)
+
+
+def _alike(nrt: NodeTopology, pod: Pod) -> bool:
+    """The copies take nothing from the zones: each is admitted as the first is, on its zones."""
+    return nrt.knows_managers and not holds_exclusive(pod, nrt.cpu_manager, nrt.memory_manager)
 
 
 class Admitted:
@@ -127,8 +169,7 @@ class Admitted:
         """After each copy, the copies per NUMA zone so far."""
         self.stop = ""
         """Why the kubelet rejects the next copy ("": not yet known)."""
-        self.alike = nrt.knows_managers and not holds_exclusive(pod, nrt.cpu_manager, nrt.memory_manager)
-        """The copies take nothing from the zones: each is admitted as the first is, on its zones."""
+        self.alike = _alike(nrt, pod)
 
     def fit(self, node: str, limit: int, why: str) -> NodeFit:
         """The node's fit when kube-scheduler's fit leaves room for ``limit`` copies (for ``why``)."""
@@ -149,10 +190,12 @@ class Admitted:
 
 def room_for(pod: Pod, room: Mapping[str, Decimal], strict: bool = True) -> tuple[int, str]:
     """How many copies kube-scheduler's fit leaves room for, and what runs out first (its words)."""
+    return _room_for({r: q for r, q in effective(pod).items() if q > 0}, room, strict)
+
+
+def _room_for(wanted: Mapping[str, Decimal], room: Mapping[str, Decimal], strict: bool) -> tuple[int, str]:
     best, why = MAX_COPIES, f"more than {MAX_COPIES} copies"
-    wanted = {r: q for r, q in effective(pod).items() if q > 0}
-    wanted[PODS] = Decimal(1)
-    for resource, amount in sorted(wanted.items()):
+    for resource, amount in sorted({**wanted, PODS: Decimal(1)}.items()):
         have = room.get(resource)
         if have is None:
             if not strict:

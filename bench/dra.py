@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,10 +124,8 @@ class DRAJudge:
     and the DRA devices of the admitted pods against their pinned CPUs."""
 
     async def before(self, h: Harness, pool: Pool, namespace: str) -> None:
-        await client.CustomObjectsApi(h.api).create_namespaced_custom_object(
-            *RESOURCE, namespace, "resourceclaimtemplates", resource_claim_template(TEMPLATE, GPU)
-        )
-        await _wait_released(h, pool)
+        await create_template(h, namespace)
+        await wait_released(h, pool.nodes)
 
     async def figures(
         self, pool: Pool, admitted: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]]
@@ -168,17 +166,29 @@ def _example(node: RealNode, pod: dict[str, Any], place: GPUPlace) -> dict[str, 
     }
 
 
-async def _wait_released(h: Harness, pool: Pool, within: float = SETTLE_SECONDS) -> None:
-    """Until no claim holds a device of the pool's nodes (an earlier run's claims go after their pods)."""
+async def create_template(h: Harness, namespace: str) -> None:
+    """The pods' ResourceClaimTemplate (one GPU) in ``namespace``, unless it is there."""
+    try:
+        await client.CustomObjectsApi(h.api).create_namespaced_custom_object(
+            *RESOURCE, namespace, "resourceclaimtemplates", resource_claim_template(TEMPLATE, GPU)
+        )
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+async def wait_released(h: Harness, pools: Collection[str], within: float = SETTLE_SECONDS) -> None:
+    """Until no claim holds a device of ``pools`` (the nodes' own pools): an earlier run's claims
+    are deallocated and deleted after their pods went."""
     custom = client.CustomObjectsApi(h.api)
     deadline = time.monotonic() + within
     while True:
         listed = await custom.list_cluster_custom_object(*RESOURCE, "resourceclaims")
-        held = [c["metadata"]["name"] for c in listed["items"] if any(r.get("pool") in pool.nodes for r in _results(c))]
+        held = [c["metadata"]["name"] for c in listed["items"] if any(r.get("pool") in pools for r in _results(c))]
         if not held:
             return
         if time.monotonic() > deadline:
-            raise SetupError(f"claims still hold the pool's GPUs after {within:.0f} s: {', '.join(held[:5])}")
+            raise SetupError(f"claims still hold GPUs of {', '.join(sorted(pools))} after {within:.0f} s: {held[:5]}")
         await asyncio.sleep(0.5)
 
 

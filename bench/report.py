@@ -15,6 +15,9 @@ LABELS = {
     "toposched-spread": "+ toposched (LeastAllocated)",
     "toposched-balanced": "+ toposched (BalancedAllocation)",
     "toposched-least-numa": "+ toposched (LeastNUMANodes)",
+    "toposched-strict": "+ toposched, DRA alignment strict",
+    "toposched-prefer": "+ toposched, DRA alignment prefer",
+    "toposched-off": "+ toposched, DRA alignment off",
     "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
     "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
 }
@@ -24,6 +27,9 @@ COLORS = {
     "toposched-spread": "#2ca02c",
     "toposched-balanced": "#9467bd",
     "toposched-least-numa": "#8c564b",
+    "toposched-strict": "#1f77b4",
+    "toposched-prefer": "#17becf",
+    "toposched-off": "#bcbd22",
     "sp-numa": "#d62728",
     "sp-network": "#d62728",
 }
@@ -312,6 +318,37 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
     fig.savefig(plots / "devices-real.png", dpi=110)
     plt.close(fig)
     return [*lines, "", f"![{title}](devices-real.png)", ""]
+
+
+def dra_devices(results: dict[str, Any]) -> list[str]:
+    sc = results.get("dra")
+    if not sc:
+        return []
+    lines = [
+        "## DRA GPUs beside pinned CPUs",
+        "",
+        f"{sc['nodes']} real kubelet nodes ({sc['node_shape']}; {sc['policy']}); a real DRA driver publishes the",
+        "GPUs as ResourceSlices, the real kube-scheduler's allocator picks them (first fit), the kubelet pins the",
+        f"CPUs without seeing them. Guaranteed pods with {sc['pod_shape']}; toposched's columns differ by the",
+        "pods' toposched.io/dra-alignment. Misaligned: admitted pods with a GPU (PodResources, its slice's",
+        "numaNode) off the zones of their CPUs (the CPU Manager's checkpoint); GPUs in use: listed by PodResources",
+        f"for admitted pods; stranded: free GPUs whose zone has fewer than {sc['stranded_below_cpus']} free CPUs.",
+        "",
+        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
+        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
+        "",
+        "| scheduler | pods admitted | misaligned pods | GPUs in use | stranded GPUs | pods pending "
+        "| TopologyAffinityErrors | seconds to place |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in sc["schedulers"]:
+        r = sc[name]
+        lines.append(
+            f"| {LABELS[name]} | {_range(r['placed'])} | {_range(r['misaligned_pods'])} "
+            f"| {_range(r['gpus_in_use'])} of {r['gpus']['median']:g} | {_range(r['stranded_gpus'])} "
+            f"| {_range(r['pending'])} | {_range(r['topology_affinity_errors'])} | {_range(r['seconds'], '{:.1f}')} |"
+        )
+    return [*lines, ""]
 
 
 def _footprint(fp: dict[str, Any] | None) -> list[str]:
@@ -701,6 +738,7 @@ def render(results: dict[str, Any], plots: Path) -> str:
     lines += headline(results)
     lines += numa(results, plots)
     lines += devices(results, plots)
+    lines += dra_devices(results)
     lines += smt(results)
     lines += network(results, plots)
     lines += scale(results, plots)

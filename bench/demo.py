@@ -8,6 +8,10 @@ toposched extender, on the same nodes with the same pods. The real kubelets judg
 plugin, the real exporter publishes every node's NRT, and the network cost of each dependency
 comes from the NetworkTopology the operator computed. The GPU pods go first: the GPUs are the
 scarce resource, and each pod's GPU (id and zone) is what its kubelet reports through PodResources.
+Then two DRA GPU pods, one GPU each through a ResourceClaim, on a fifth node whose real DRA
+driver lists gpu-0 on NUMA 0 first: the first pod's 4 CPUs fit NUMA 1 only, so kube-scheduler's
+first fit puts its GPU off its CPUs, which the kubelet never sees. Their CPU zones come from the
+kubelet's CPU Manager checkpoint, their GPUs from PodResources and the GPU's zone from its slice.
 
 The real nodes join the kwok workers' regions and zones (examples/nodes.yaml), one per zone;
 their latencies are the sample's, by zone. toposched's pods are left running for a person to
@@ -272,7 +276,7 @@ async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, Rea
     for workload in order:
         await h.core.create_namespaced_pod(namespace, demo_pod(workload, scheduler))
         await wait_judged(h, namespace, [workload], until=unbound, within=30)
-    pods = await wait_judged(h, namespace, [*GPU_PODS, *order])
+    pods = await wait_judged(h, namespace, [*GPU_PODS, *DRA_PODS, *order])
     run = Run(scheduler, namespace)
     run.pods = {workload: _placed(pods.get(workload), nodes) for workload in order}
     run.gpu_pods = {name: _placed(pods.get(name), nodes) for name in GPU_PODS}

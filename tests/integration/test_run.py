@@ -84,7 +84,7 @@ def test_run_shows_the_order_the_costs_and_why(kubeconfig: Path, delete_nrt: str
     assert re.search(r"^dra-training\s+4\s+numa-5\s+1\s+gpu-1@1\s+yes\s+(running|admitted)", out, re.M), out[-3000:]
     assert re.search(r"^DRA GPU pods misaligned \(GPU off the CPUs\)\s+0\s+[12]$", out, re.M), out[-3000:]
     dra = {scheduler: figures[scheduler]["dra"] for scheduler in ("toposched", "plain")}
-    assert dra["toposched"]["misaligned"] == 0 and dra["toposched"]["admitted"] == 2, dra
+    assert (dra["toposched"]["misaligned"], dra["toposched"]["admitted"]) == (0, 2), dra
     assert dra["plain"]["misaligned"] >= 1, dra
     for name, pod in dra["toposched"]["pods"].items():
         assert [d["numa"] for d in pod["devices"]] == [pod["numa"]], (name, pod)

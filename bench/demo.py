@@ -449,38 +449,58 @@ def render(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | No
 
 def render_gpus(left: Run, right: Run) -> list[str]:
     """The GPU workload side by side: node, NUMA zones of the CPUs, the GPU (id@zone) and the verdict."""
-    header = ("GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "kubelet")
-    widths = (22, 4, 7, 5, 9, 21)
-    row = "  ".join(f"{{:{w}}}" for w in widths) + " | " + "  ".join(f"{{:{w}}}" for w in widths[2:])
-    lines = [f"GPU workload: one {GPU} each, 2 per NUMA zone on {' and '.join(DEVICES)}", ""]
-    lines.append(f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + 6}} | kube-scheduler alone")
-    lines.append(row.format(*header, *header[2:]))
-    for name, placed in left.gpu_pods.items():
-        lines.append(row.format(name, GPU_PODS[name], *_gpu_where(placed), *_gpu_where(right.gpu_pods[name])))
-    lines.append("")
-    for label, count in (("TopologyAffinityErrors of GPU pods", errors), ("GPU pods the kubelets admitted", admitted)):
-        lines.append(f"{label:<46}{count(left.gpu_pods):>10}{count(right.gpu_pods):>8}")
-    return lines
+    rows = [
+        (name, GPU_PODS[name], *_gpu_where(placed), *_gpu_where(right.gpu_pods[name]))
+        for name, placed in left.gpu_pods.items()
+    ]
+    totals = [
+        (label, count(left.gpu_pods), count(right.gpu_pods))
+        for label, count in (
+            ("TopologyAffinityErrors of GPU pods", errors),
+            ("GPU pods the kubelets admitted", admitted),
+        )
+    ]
+    title = f"GPU workload: one {GPU} each, 2 per NUMA zone on {' and '.join(DEVICES)}"
+    return _side_by_side(
+        title, ("GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "kubelet"), (22, 4, 7, 5, 9, 21), rows, totals
+    )
 
 
 def render_dra(left: Run, right: Run) -> list[str]:
     """The DRA GPU pods side by side: node, the CPUs' NUMA zones (the kubelet), the GPU (id@zone:
     PodResources and its slice), whether they match, and the verdict."""
+    rows = [
+        (name, DRA_PODS[name], *_dra_where(placed), *_dra_where(right.dra_pods[name]))
+        for name, placed in left.dra_pods.items()
+    ]
+    totals = [
+        (label, count(left.dra_pods), count(right.dra_pods))
+        for label, count in (
+            ("DRA GPU pods misaligned (GPU off the CPUs)", misaligned),
+            ("DRA GPU pods the kubelets admitted", admitted),
+        )
+    ]
+    title = f"DRA GPUs: one {dra.GPU} each through a ResourceClaim, on {DRA_NODE} ({DRA_GPUS})"
     header = ("DRA GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "aligned", "kubelet")
-    widths = (22, 4, 7, 5, 9, 8, 13)
+    return _side_by_side(title, header, (22, 4, 7, 5, 9, 8, 13), rows, totals)
+
+
+def _side_by_side(
+    title: str,
+    header: Sequence[str],
+    widths: Sequence[int],
+    rows: Sequence[Sequence[Any]],
+    totals: Sequence[tuple[str, int, int]],
+) -> list[str]:
+    """Pods with toposched's columns | kube-scheduler alone's (the pod's name and CPUs once), then
+    the totals of both."""
     row = "  ".join(f"{{:{w}}}" for w in widths) + " | " + "  ".join(f"{{:{w}}}" for w in widths[2:])
-    lines = [f"DRA GPUs: one {dra.GPU} each through a ResourceClaim, on {DRA_NODE} ({DRA_GPUS})", ""]
-    lines.append(f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + 8}} | kube-scheduler alone")
+    gap = 2 * (len(widths) - 3)  # the separators between toposched's columns
+    lines = [title, "", f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + gap}} | kube-scheduler alone"]
     lines.append(row.format(*header, *header[2:]))
-    for name, placed in left.dra_pods.items():
-        lines.append(row.format(name, DRA_PODS[name], *_dra_where(placed), *_dra_where(right.dra_pods[name])))
+    lines += [row.format(*r) for r in rows]
     lines.append("")
-    for label, count in (
-        ("DRA GPU pods misaligned (GPU off the CPUs)", misaligned),
-        ("DRA GPU pods the kubelets admitted", admitted),
-    ):
-        lines.append(f"{label:<46}{count(left.dra_pods):>10}{count(right.dra_pods):>8}")
-    return lines
+    return [*lines, *(f"{label:<46}{a:>10}{b:>8}" for label, a, b in totals)]
 
 
 def _dra_where(p: Placed) -> tuple[str, str, str, str, str]:

@@ -1,6 +1,6 @@
 """The benchmark report: markdown tables per scenario and PNG plots of the distributions."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -251,9 +251,7 @@ def smt(results: dict[str, Any]) -> list[str]:
         f"{sc['pod_shape']}. The kubelet refuses a container whose CPUs are not whole cores, or more whole",
         "cores than are free, with SMTAlignmentError; rejections are counted by the kubelets' reasons.",
         "",
-        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
-        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
-        "",
+        *_run_heading(sc),
         "| scheduler | rejections (kubelet) | by reason, all runs | pods admitted (kubelet) | pods pending "
         "| seconds to place |",
         "| --- | ---: | --- | ---: | ---: | ---: |",
@@ -282,9 +280,7 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
         "ends (the kubelets' device checkpoints); stranded: free GPUs none of whose zones has the",
         f"{sc['stranded_below_cpus']} free CPUs the smallest pod asks for (no pod of the stream can use them).",
         "",
-        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
-        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
-        "",
+        *_run_heading(sc),
         "| scheduler | TopologyAffinityErrors (kubelet) | pods admitted (kubelet) | pods pending | GPUs in use "
         "| stranded GPUs | seconds to place | zone mismatches | simulator disagrees |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -320,6 +316,15 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
     return [*lines, "", f"![{title}](devices-real.png)", ""]
 
 
+def _run_heading(sc: dict[str, Any]) -> list[str]:
+    """A real-node scenario's size and pace."""
+    return [
+        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
+        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
+        "",
+    ]
+
+
 def dra_devices(results: dict[str, Any]) -> list[str]:
     sc = results.get("dra")
     if not sc:
@@ -334,21 +339,26 @@ def dra_devices(results: dict[str, Any]) -> list[str]:
         "numaNode) off the zones of their CPUs (the CPU Manager's checkpoint); GPUs in use: listed by PodResources",
         f"for admitted pods; stranded: free GPUs whose zone has fewer than {sc['stranded_below_cpus']} free CPUs.",
         "",
-        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
-        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
-        "",
-        "| scheduler | pods admitted | misaligned pods | GPUs in use | stranded GPUs | pods pending "
-        "| TopologyAffinityErrors | seconds to place |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *_run_heading(sc),
     ]
-    for name in sc["schedulers"]:
-        r = sc[name]
-        lines.append(
-            f"| {LABELS[name]} | {_range(r['placed'])} | {_range(r['misaligned_pods'])} "
-            f"| {_range(r['gpus_in_use'])} of {r['gpus']['median']:g} | {_range(r['stranded_gpus'])} "
-            f"| {_range(r['pending'])} | {_range(r['topology_affinity_errors'])} | {_range(r['seconds'], '{:.1f}')} |"
-        )
-    return [*lines, ""]
+    columns = ["pods admitted", "misaligned pods", "GPUs in use", "stranded GPUs", "pods pending"]
+    columns += ["TopologyAffinityErrors", "seconds to place"]
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        figures = ("placed", "misaligned_pods", "gpus_in_use", "stranded_gpus", "pending", "topology_affinity_errors")
+        shown = [_range(r[f]) for f in figures]
+        shown[2] += f" of {r['gpus']['median']:g}"
+        return [*shown, _range(r["seconds"], "{:.1f}")]
+
+    return [*lines, *_scheduler_table(sc, columns, cells), ""]
+
+
+def _scheduler_table(
+    sc: dict[str, Any], columns: Sequence[str], cells: Callable[[dict[str, Any]], Sequence[str]]
+) -> list[str]:
+    """A table with a row per scheduler of the scenario: its name, then ``cells`` of its figures."""
+    lines = ["| scheduler | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    return lines + [f"| {LABELS[name]} | " + " | ".join(cells(sc[name])) + " |" for name in sc["schedulers"]]
 
 
 def _footprint(fp: dict[str, Any] | None) -> list[str]:

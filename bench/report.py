@@ -71,6 +71,21 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"{_three(gpus, 'topology_affinity_errors')}; pods admitted {_three(gpus, 'placed')}; GPUs in use at "
             f"the end {_three(gpus, 'devices_in_use_share', '{:.0%}')}."
         )
+    dra = results.get("dra")
+    if dra:
+
+        def each(metric: str) -> str:
+            short = {"plain": "alone", "sp-numa": "scheduler-plugins"}
+            names = [short.get(n, n.replace("-", " ")) for n in dra["schedulers"]]
+            return ", ".join(
+                f"{dra[n][metric]['median']:g} {name}" for n, name in zip(dra["schedulers"], names, strict=True)
+            )
+
+        lines.append(
+            f"- DRA GPUs beside pinned CPUs ({dra['nodes']} real nodes with {dra['devices_per_node']} DRA GPUs each, "
+            f"{dra['pods']} pods, median of {dra['repeats']} runs): misaligned pods {each('misaligned_pods')}; "
+            f"pods admitted {each('placed')}; GPUs in use {each('gpus_in_use')}."
+        )
     smt_nodes = results.get("smt")
     if smt_nodes:
         lines.append(

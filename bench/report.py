@@ -365,7 +365,9 @@ def dra_devices(results: dict[str, Any]) -> list[str]:
         shown[2] += f" of {r['gpus']['median']:g}"
         return [*shown, _range(r["seconds"], "{:.1f}")]
 
-    return [*lines, *_scheduler_table(sc, columns, cells), ""]
+    unlisted = {n: sc[n]["gpus_unlisted"]["max"] for n in sc["schedulers"] if sc[n]["gpus_unlisted"]["max"]}
+    note = [f"Admitted pods PodResources listed no GPU for (at most, per run): {unlisted}.", ""] if unlisted else []
+    return [*lines, *_scheduler_table(sc, columns, cells), "", *note]
 
 
 def _scheduler_table(

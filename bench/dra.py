@@ -111,12 +111,19 @@ class GPUPlace:
 
 
 async def gpu_place(
-    node: RealNode, pod: dict[str, Any], zones: dict[tuple[str, str, str], tuple[int, ...]]
+    node: RealNode, pod: dict[str, Any], zones: dict[tuple[str, str, str], tuple[int, ...]], within: float = 30
 ) -> GPUPlace:
+    """The pod's CPU zones and DRA devices once PodResources lists a device for it (the kubelet
+    prepares the claims while it starts the pod), or after ``within`` seconds."""
     meta = pod["metadata"]
+    deadline = time.monotonic() + within
+    while True:
+        listed = await claimed_devices(node, meta["namespace"], meta["name"])
+        if listed or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
     cpus = tuple(int(z.removeprefix("node-")) for z in kubelet_zones(node, pod))
-    listed = await claimed_devices(node, meta["namespace"], meta["name"]) or []
-    return GPUPlace(cpus, tuple((device, zones.get((d, p, device), ())) for d, p, device in listed))
+    return GPUPlace(cpus, tuple((device, zones.get((d, p, device), ())) for d, p, device in listed or ()))
 
 
 class DRAJudge:

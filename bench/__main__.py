@@ -23,6 +23,7 @@ from bench import (
     appgroup_sort,
     capacity,
     devices,
+    dra,
     exporter,
     harness,
     networktopology,
@@ -39,7 +40,7 @@ from toposched import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-SECTIONS = ("components", "extender", "numa", "devices", "smt", "network", "scale")
+SECTIONS = ("components", "extender", "numa", "devices", "dra", "smt", "network", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -100,7 +101,7 @@ def main() -> int:
     if only - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     kubeconfig = cluster_kubeconfig()
-    if only & {"numa", "devices", "smt"} and args.real_nodes:
+    if only & {"numa", "devices", "dra", "smt"} and args.real_nodes:
         try:
             realnodes.require_real_nodes()
         except harness.SetupError as exc:
@@ -163,6 +164,8 @@ def main() -> int:
         results.update(results.pop("placement"))
     if "devices" in only and args.real_nodes:
         step("devices", lambda: devices.run(kubeconfig, work, full, args.real_nodes))
+    if "dra" in only and args.real_nodes:
+        step("dra", lambda: dra.run(kubeconfig, work, full, args.real_nodes))
     if "smt" in only and args.real_nodes:
         step("smt", lambda: smt.run(kubeconfig, work, full, args.real_nodes))
     if "scale" in only:

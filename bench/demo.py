@@ -8,6 +8,10 @@ toposched extender, on the same nodes with the same pods. The real kubelets judg
 plugin, the real exporter publishes every node's NRT, and the network cost of each dependency
 comes from the NetworkTopology the operator computed. The GPU pods go first: the GPUs are the
 scarce resource, and each pod's GPU (id and zone) is what its kubelet reports through PodResources.
+Then two DRA GPU pods, one GPU each through a ResourceClaim, on a fifth node whose real DRA
+driver lists gpu-0 on NUMA 0 first: the first pod's 4 CPUs fit NUMA 1 only, so kube-scheduler's
+first fit puts its GPU off its CPUs, which the kubelet never sees. Their CPU zones come from the
+kubelet's CPU Manager checkpoint, their GPUs from PodResources and the GPU's zone from its slice.
 
 The real nodes join the kwok workers' regions and zones (examples/nodes.yaml), one per zone;
 their latencies are the sample's, by zone. toposched's pods are left running for a person to
@@ -35,6 +39,7 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client
 
+from bench import dra
 from bench.harness import NRT_GROUP, NRT_PLURAL, NRT_VERSION, Harness, SetupError
 from bench.realnodes import REJECTIONS, kubelet_verdict, kubelet_zones, require_real_nodes
 from testkit.freshness import freshness, timestamp
@@ -42,10 +47,12 @@ from testkit.paths import EXAMPLES, REPO
 from testkit.realnode import (
     KubeletSettings,
     NodeDevices,
+    NodeDRA,
     RealNode,
     RealNodeError,
     Topology,
     add_node,
+    ensure_device_class,
     list_nodes,
     reset_node,
     workload_pod,
@@ -102,6 +109,15 @@ CPUS = {
 """Guaranteed pods, one per workload: 23 of the nodes' 28 allocatable CPUs."""
 GPU_PODS = {"gpu-training": 2, "gpu-inference": 1}
 """The GPU workload: Guaranteed pods with one GPU each and these CPUs (26 of the 28 with Online Boutique)."""
+DRA_NODE = "numa-5"
+"""A node of the same shape whose two GPUs a real DRA driver publishes, gpu-0 on NUMA 0 listed first
+(the allocator's first fit) and gpu-1 on NUMA 1; only the DRA pods go there."""
+DRA_DEVICES = NodeDRA.parse([f"{dra.GPU}=0,1"])
+DRA_GPUS = "2 DRA GPUs: gpu-0 on NUMA 0, listed first; gpu-1 on NUMA 1"
+DRA_SHAPE = f"the same shape, {DRA_GPUS}"
+DRA_PODS = {"dra-training": 4, "dra-inference": 1}
+"""Guaranteed pods with one DRA GPU each and these CPUs, created in this order: 4 CPUs fit zone 1
+only (zone 0 has 3), so first fit's gpu-0 lies off them."""
 MEMORY = "256Mi"
 SCHEDULERS = {"plain": "kube-scheduler alone", "toposched": "toposched"}
 SETTLE_SECONDS = 120
@@ -127,6 +143,8 @@ class Run:
     """workload -> where its pod went and what the kubelet said."""
     gpu_pods: dict[str, Placed] = field(default_factory=dict)
     """The GPU workload's pods, likewise."""
+    dra_pods: dict[str, Placed] = field(default_factory=dict)
+    """The DRA GPU pods, likewise (their devices from PodResources, zones from the slices)."""
     deleted_nrts: dict[str, float | None] = field(default_factory=dict)
     """Node whose NRT was deleted just before this run -> seconds until its exporter published it
     again (None: not by the run's end)."""
@@ -135,7 +153,7 @@ class Run:
 
     def unpredicted(self) -> list[str]:
         """Bound pods the extender predicted no NUMA zones for: placed without an NRT to go by."""
-        every = {**self.gpu_pods, **self.pods}
+        every = {**self.gpu_pods, **self.dra_pods, **self.pods}
         return [name for name, p in every.items() if p.node is not None and p.predicted is None]
 
 
@@ -147,6 +165,14 @@ def admitted(pods: dict[str, Placed]) -> int:
     return sum(p.verdict in ("running", "admitted") for p in pods.values())
 
 
+def misaligned(pods: dict[str, Placed]) -> int:
+    """Admitted pods with a device whose zone is known and off every zone of their CPUs."""
+    return sum(
+        p.verdict in ("running", "admitted") and any(z and not set(z) & set(p.numa) for _, z in p.devices)
+        for p in pods.values()
+    )
+
+
 # nodes ------------------------------------------------------------------------------------
 
 
@@ -154,19 +180,22 @@ def _ready_node(name: str, existing: dict[str, RealNode]) -> RealNode:
     """The real node ``name`` in the demo's shape, with its devices: kept when it already is (a
     warm run), else restarted or added."""
     devices = DEVICES.get(name, NodeDevices())
+    gpus = DRA_DEVICES if name == DRA_NODE else NodeDRA()
     found = existing.get(name)
     if found is None:
-        return add_node(name, TOPOLOGY, SETTINGS, devices=devices)
+        return add_node(name, TOPOLOGY, SETTINGS, devices=devices, dra=gpus)
     same = found.topology == TOPOLOGY and found.settings == SETTINGS and found.device_plugin.devices() == devices
-    if same and found.kubelet_running() and (found.device_plugin.running() or not devices.resources):
+    same = same and found.dra == gpus
+    running = (found.device_plugin.running() or not devices.resources) and (found.dra_driver.running() or not gpus)
+    if same and found.kubelet_running() and running:
         return found
-    return reset_node(name, TOPOLOGY, SETTINGS, devices=devices)
+    return reset_node(name, TOPOLOGY, SETTINGS, devices=devices, dra=gpus)
 
 
 def real_nodes() -> list[RealNode]:
     existing = {n.name: n for n in list_nodes()}
     with ThreadPoolExecutor(4) as pool:
-        return list(pool.map(lambda name: _ready_node(name, existing), NODES))
+        return list(pool.map(lambda name: _ready_node(name, existing), [*NODES, DRA_NODE]))
 
 
 def latencies() -> dict[str, str]:
@@ -207,6 +236,13 @@ def gpu_pod(name: str, scheduler: str) -> dict[str, Any]:
     return body
 
 
+def dra_pod(name: str, scheduler: str) -> dict[str, Any]:
+    body = workload_pod(name, cpu=DRA_PODS[name], memory=MEMORY, claims={"gpu": dra.TEMPLATE}, labels={"app": name})
+    body["spec"]["schedulerName"] = scheduler
+    body["spec"]["nodeSelector"] = {"toposched-demo": "dra"}
+    return body
+
+
 async def wait_judged(
     h: Harness,
     namespace: str,
@@ -236,17 +272,34 @@ async def place(h: Harness, scheduler: str, namespace: str, nodes: dict[str, Rea
     unbound = ("unbound", "unschedulable") if patient else ("unbound",)
     await h.create_pods(namespace, [gpu_pod(name, scheduler) for name in GPU_PODS])
     await wait_judged(h, namespace, list(GPU_PODS), until=unbound, within=30)
+    await place_dra(h, scheduler, namespace, unbound)
     for workload in order:
         await h.core.create_namespaced_pod(namespace, demo_pod(workload, scheduler))
         await wait_judged(h, namespace, [workload], until=unbound, within=30)
-    pods = await wait_judged(h, namespace, [*GPU_PODS, *order])
+    pods = await wait_judged(h, namespace, [*GPU_PODS, *DRA_PODS, *order])
     run = Run(scheduler, namespace)
     run.pods = {workload: _placed(pods.get(workload), nodes) for workload in order}
     run.gpu_pods = {name: _placed(pods.get(name), nodes) for name in GPU_PODS}
     for name, placed in run.gpu_pods.items():
         if placed.node is not None and placed.verdict in ("running", "admitted"):
             placed.devices = await devices_of(nodes[placed.node], namespace, name)
+    run.dra_pods = {name: _placed(pods.get(name), nodes) for name in DRA_PODS}
+    for name, placed in run.dra_pods.items():
+        if placed.node is not None and placed.verdict in ("running", "admitted"):
+            where = await dra.gpu_place(nodes[placed.node], pods[name], dra.slice_zones(nodes[placed.node]))
+            placed.devices = tuple((d, tuple(f"node-{z}" for z in zones)) for d, zones in where.devices)
     return run
+
+
+async def place_dra(h: Harness, scheduler: str, namespace: str, unbound: Sequence[str]) -> None:
+    """The DRA pods one after the other (the order decides first fit), each once the one before is
+    bound or found unschedulable; then a while for a pod held back (toposched refuses a node whose
+    first-fit GPU lies off the CPUs) to be placed once the next one took that GPU."""
+    await dra.create_template(h, namespace)
+    for name in DRA_PODS:
+        await h.create_pods(namespace, [dra_pod(name, scheduler)])
+        await wait_judged(h, namespace, [name], until=unbound, within=30)
+    await wait_judged(h, namespace, list(DRA_PODS), until=("unbound", "unschedulable"), within=30)
 
 
 async def delete_nrts(h: Harness, names: Sequence[str]) -> float:
@@ -389,23 +442,71 @@ def render(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | No
     lines.append(f"{'pods the kubelets admitted':<46}{admitted(left.pods):>10}{admitted(right.pods):>8}")
     lines.append("")
     lines += render_gpus(left, right)
+    lines.append("")
+    lines += render_dra(left, right)
     return "\n".join(lines)
 
 
 def render_gpus(left: Run, right: Run) -> list[str]:
     """The GPU workload side by side: node, NUMA zones of the CPUs, the GPU (id@zone) and the verdict."""
-    header = ("GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "kubelet")
-    widths = (22, 4, 7, 5, 9, 21)
+    rows = [
+        (name, GPU_PODS[name], *_gpu_where(placed), *_gpu_where(right.gpu_pods[name]))
+        for name, placed in left.gpu_pods.items()
+    ]
+    totals = [
+        (label, count(left.gpu_pods), count(right.gpu_pods))
+        for label, count in (
+            ("TopologyAffinityErrors of GPU pods", errors),
+            ("GPU pods the kubelets admitted", admitted),
+        )
+    ]
+    title = f"GPU workload: one {GPU} each, 2 per NUMA zone on {' and '.join(DEVICES)}"
+    return _side_by_side(
+        title, ("GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "kubelet"), (22, 4, 7, 5, 9, 21), rows, totals
+    )
+
+
+def render_dra(left: Run, right: Run) -> list[str]:
+    """The DRA GPU pods side by side: node, the CPUs' NUMA zones (the kubelet), the GPU (id@zone:
+    PodResources and its slice), whether they match, and the verdict."""
+    rows = [
+        (name, DRA_PODS[name], *_dra_where(placed), *_dra_where(right.dra_pods[name]))
+        for name, placed in left.dra_pods.items()
+    ]
+    totals = [
+        (label, count(left.dra_pods), count(right.dra_pods))
+        for label, count in (
+            ("DRA GPU pods misaligned (GPU off the CPUs)", misaligned),
+            ("DRA GPU pods the kubelets admitted", admitted),
+        )
+    ]
+    title = f"DRA GPUs: one {dra.GPU} each through a ResourceClaim, on {DRA_NODE} ({DRA_GPUS})"
+    header = ("DRA GPU pod", "cpu", "node", "NUMA", "GPU@NUMA", "aligned", "kubelet")
+    return _side_by_side(title, header, (22, 4, 7, 5, 9, 8, 13), rows, totals)
+
+
+def _side_by_side(
+    title: str,
+    header: Sequence[str],
+    widths: Sequence[int],
+    rows: Sequence[Sequence[Any]],
+    totals: Sequence[tuple[str, int, int]],
+) -> list[str]:
+    """Pods with toposched's columns | kube-scheduler alone's (the pod's name and CPUs once), then
+    the totals of both."""
     row = "  ".join(f"{{:{w}}}" for w in widths) + " | " + "  ".join(f"{{:{w}}}" for w in widths[2:])
-    lines = [f"GPU workload: one {GPU} each, 2 per NUMA zone on {' and '.join(DEVICES)}", ""]
-    lines.append(f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + 6}} | kube-scheduler alone")
+    gap = 2 * (len(widths) - 3)  # the separators between toposched's columns
+    lines = [title, "", f"{'':>{sum(widths[:2]) + 4}}{'toposched':<{sum(widths[2:]) + gap}} | kube-scheduler alone"]
     lines.append(row.format(*header, *header[2:]))
-    for name, placed in left.gpu_pods.items():
-        lines.append(row.format(name, GPU_PODS[name], *_gpu_where(placed), *_gpu_where(right.gpu_pods[name])))
+    lines += [row.format(*r) for r in rows]
     lines.append("")
-    for label, count in (("TopologyAffinityErrors of GPU pods", errors), ("GPU pods the kubelets admitted", admitted)):
-        lines.append(f"{label:<46}{count(left.gpu_pods):>10}{count(right.gpu_pods):>8}")
-    return lines
+    return [*lines, *(f"{label:<46}{a:>10}{b:>8}" for label, a, b in totals)]
+
+
+def _dra_where(p: Placed) -> tuple[str, str, str, str, str]:
+    node, numa, gpus, verdict = _gpu_where(p)
+    aligned = "-" if not p.devices else "NO" if misaligned({"": p}) else "yes"
+    return (node, numa, gpus, aligned, verdict)
 
 
 def render_deleted(run: Run) -> str:
@@ -448,6 +549,11 @@ def summary(runs: dict[str, Run], costs: dict[str, dict[tuple[str, str], int | N
                 "admitted": admitted(run.gpu_pods),
                 "pods": {w: _pod_summary(p) | {"devices": _devices(p)} for w, p in run.gpu_pods.items()},
             },
+            "dra": {
+                "misaligned": misaligned(run.dra_pods),
+                "admitted": admitted(run.dra_pods),
+                "pods": {w: _pod_summary(p) | {"devices": _devices(p)} for w, p in run.dra_pods.items()},
+            },
         }
         | (
             {"deletedNRTs": run.deleted_nrts, "waitedForNRT": run.waited, "boundBlind": run.unpredicted()}
@@ -474,7 +580,8 @@ def _pod_summary(p: Placed) -> dict[str, Any]:
 
 
 async def demo(kubeconfig: Path, namespace: str, json_out: Path | None, delete_nrt: Sequence[str] = ()) -> int:
-    step("real kubelet nodes: " + ", ".join(f"{n} ({r}/{z})" for n, (r, z) in NODES.items()) + f"; {SHAPE}")
+    listed = ", ".join(f"{n} ({r}/{z})" for n, (r, z) in NODES.items())
+    step(f"real kubelet nodes: {listed}; {SHAPE}; {DRA_NODE}: {DRA_SHAPE}")
     started = time.monotonic()
     nodes = {n.name: n for n in await asyncio.to_thread(real_nodes)}
     print(f"ready in {time.monotonic() - started:.0f} s")
@@ -485,6 +592,8 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None, delete_n
             for name, (region, zone) in NODES.items():
                 labels = {REGION_LABEL: region, ZONE_LABEL: zone, "toposched-demo": "numa"}
                 await h.core.patch_node(name, {"metadata": {"labels": labels}})
+            await h.core.patch_node(DRA_NODE, {"metadata": {"labels": {"toposched-demo": "dra"}}})
+            await asyncio.to_thread(ensure_device_class, dra.GPU)
             await h.core.patch_namespaced_config_map(
                 "netperf-metrics", namespace, {"data": latencies()}
             )  # the NetworkTopology's nodes now include the real ones
@@ -494,6 +603,7 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None, delete_n
             alone = f"{namespace}-alone"
             for ns in (namespace, alone):
                 await empty_namespace(h, ns)  # an earlier run's pods go
+            await dra.wait_released(h, [DRA_NODE])  # and their claims' GPUs
             await asyncio.to_thread(_fresh, exporters)
             step("schedulers: kube-scheduler alone (profile plain), and kube-scheduler + the toposched extender")
             h.start_plain()
@@ -503,6 +613,7 @@ async def demo(kubeconfig: Path, namespace: str, json_out: Path | None, delete_n
             step(f"kube-scheduler alone places the GPU workload, then Online Boutique (namespace {alone})")
             runs["plain"] = await place(h, "plain", alone, nodes)
             await h.delete_pods(alone)
+            await dra.wait_released(h, [DRA_NODE])
             await asyncio.to_thread(_fresh, exporters)
             deleted_at = await delete_nrts(h, delete_nrt)
             step("the exporters' freshness: each real node's NRT as toposched is about to see it")

@@ -189,10 +189,12 @@ class Harness:
         self, extra: Sequence[str] = (), profile: str = "toposched", ready_within: float = 60
     ) -> int:
         """The extender (ready once its cache synced), then kube-scheduler with the shipped profile
-        (renamed to ``profile``, so variants can run side by side). Returns the extender's metrics port."""
+        (renamed to ``profile``, so variants can run side by side). Its DRA allocator is the pinned
+        helper, as the image ships it. Returns the extender's metrics port."""
         port, metrics = free_port(), free_port()
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
-        args += ["--metrics-port", str(metrics), "--no-remediation", *schedhook_tls_args(self.pki), *extra]
+        args += ["--metrics-port", str(metrics), "--no-remediation", *schedhook_tls_args(self.pki)]
+        args += ["--dra-allocator", f"{self.bin}/toposched-dra-allocate", *extra]
         self._start(args, f"extender-{profile}.log")
         deadline = time.monotonic() + ready_within
         while not await asyncio.to_thread(ready, port, self.pki):

@@ -3,15 +3,15 @@ is created for the scenario and removed after it; a single-numa-node stream, 10 
 3 runs per scheduler (5 with ``--full``)."""
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench import placement
 from bench.harness import Harness
-from bench.realnodes import TOPOLOGY, PodStream, create_pool, real_pods, real_scenario
-from testkit.realnode import KubeletSettings, NodeDevices, Topology
+from bench.realnodes import TOPOLOGY, PodStream, RunJudge, create_pool, real_pods, real_scenario
+from testkit.realnode import KubeletSettings, NodeDevices, NodeDRA, Topology
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,14 @@ class OwnPool:
     make_pods: PodStream = real_pods
     devices: NodeDevices | None = None
     topology: Topology = TOPOLOGY
-    settings: KubeletSettings | None = None
+    settings: KubeletSettings | Sequence[KubeletSettings] | None = None
+    """The nodes' kubelet settings (a sequence: node i has the i-th, round robin)."""
+    dra: NodeDRA | None = None
+    """Each node's DRA devices, published by its DRA driver."""
+    judge: RunJudge | None = None
+    """The scenario's own figures per run."""
+    start: Callable[[Harness], Awaitable[None]] = placement.start_schedulers
+    """Starts the schedulers the scenario compares (the NUMA scenarios' by default)."""
     strategies: Mapping[str, str] = field(default_factory=dict)
     """Extra toposched profiles to start (profile -> --strategy)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -34,7 +41,9 @@ class OwnPool:
 
 async def scenario(h: Harness, own: OwnPool, count: int, full: bool) -> dict[str, Any]:
     started = asyncio.get_running_loop().time()
-    pool = await asyncio.to_thread(create_pool, count, "single-numa-node", own.devices, own.topology, own.settings)
+    pool = await asyncio.to_thread(
+        create_pool, count, "single-numa-node", own.devices, own.topology, own.settings, own.dra
+    )
     created = round(asyncio.get_running_loop().time() - started, 1)
     try:
         await asyncio.to_thread(pool.start_exporters, False)
@@ -50,6 +59,7 @@ async def scenario(h: Harness, own: OwnPool, count: int, full: bool) -> dict[str
             schedulers=own.schedulers,
             make_pods=own.make_pods,
             node_shape=own.node_shape,
+            judge=own.judge,
         )
     finally:
         await asyncio.to_thread(pool.remove)
@@ -66,7 +76,7 @@ def run(kubeconfig: Path, work: Path, own: OwnPool, full: bool, real_nodes: int)
         async with Harness(kubeconfig, logs) as h:
             for profile, strategy in own.strategies.items():
                 await h.start_toposched(["--strategy", strategy], profile=profile)
-            await placement.start_schedulers(h)
+            await own.start(h)
             return await scenario(h, own, real_nodes, full)
 
     return asyncio.run(main())

@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bench import scheduler_plugins
 from bench.harness import BENCH_LABEL, Harness, SetupError
@@ -36,6 +36,7 @@ from bench.stats import spread, summary
 from testkit.realnode import (
     KubeletSettings,
     NodeDevices,
+    NodeDRA,
     RealNode,
     RealNodeError,
     Topology,
@@ -86,6 +87,8 @@ class Pool:
     policy: str
     settings: KubeletSettings = field(default_factory=KubeletSettings)
     """The nodes' kubelet settings but the Topology Manager policy (``policy``)."""
+    node_settings: dict[str, KubeletSettings] = field(default_factory=dict)
+    """Nodes whose settings differ from ``settings`` (a reshape keeps them too, but the policy)."""
     nodes: dict[str, RealNode] = field(default_factory=dict)
     exporters: dict[str, NodeExporter] = field(default_factory=dict)
     stale: bool = False
@@ -116,8 +119,11 @@ class Pool:
     def reshape(self, policy: str) -> None:
         """Every node restarted under ``policy`` (a reset kills the exporters with the nodes)."""
         self.stop_exporters()
-        settings = dataclasses.replace(self.settings, topology_manager_policy=policy)
-        reset = _parallel(lambda n: reset_node(n, settings=settings), self.names())
+
+        def settings(name: str) -> KubeletSettings:
+            return dataclasses.replace(self.node_settings.get(name, self.settings), topology_manager_policy=policy)
+
+        reset = _parallel(lambda n: reset_node(n, settings=settings(n)), self.names())
         self.nodes = {n.name: n for n in reset}
         self.policy = policy
         self.label()
@@ -147,17 +153,24 @@ def create_pool(
     policy: str,
     devices: NodeDevices | None = None,
     topology: Topology = TOPOLOGY,
-    settings: KubeletSettings | None = None,
+    settings: KubeletSettings | Sequence[KubeletSettings] | None = None,
+    dra: NodeDRA | None = None,
 ) -> Pool:
     """``count`` real nodes of ``topology`` under ``policy`` with ``settings`` (the default node's
-    otherwise), each with ``devices`` (served by its device plugin); a reshape keeps all but the policy."""
+    otherwise; a sequence: node i has the i-th, round robin), each with ``devices`` (served by its
+    device plugin) and ``dra`` (published by its DRA driver); a reshape keeps all but the policy."""
     require_real_nodes()
-    base = settings or KubeletSettings()
-    pool = Pool(uuid.uuid4().hex[:6], policy, base)
-    settings = dataclasses.replace(base, topology_manager_policy=policy)
+    each = [settings or KubeletSettings()] if settings is None or isinstance(settings, KubeletSettings) else settings
+    pool = Pool(uuid.uuid4().hex[:6], policy, each[0])
     names = [f"bench-rn{i:02d}-{pool.tag}" for i in range(count)]
+    pool.node_settings = {n: each[i % len(each)] for i, n in enumerate(names) if each[i % len(each)] != each[0]}
+
+    def add(name: str) -> RealNode:
+        own = dataclasses.replace(pool.node_settings.get(name, pool.settings), topology_manager_policy=policy)
+        return add_node(name, topology, own, devices=devices, dra=dra)
+
     try:
-        for node in _parallel(lambda n: add_node(n, topology, settings, devices=devices), names):
+        for node in _parallel(add, names):
             pool.nodes[node.name] = node
     except BaseException:
         for name in names:  # a half-made pool goes entirely
@@ -172,6 +185,19 @@ def create_pool(
 
 PodStream = Callable[[int, str, str, int], list[dict[str, Any]]]
 """(count, scheduler, pool tag, seed) -> the pods of one run, the same for every scheduler."""
+
+
+class RunJudge(Protocol):
+    """A scenario's own figures per run: what its pods need in their namespace before they are
+    created, and what it counts of the admitted ones while they still run."""
+
+    async def before(self, h: Harness, pool: Pool, namespace: str) -> None: ...
+
+    async def figures(
+        self, pool: Pool, admitted: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]]
+    ) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """(figure -> count, examples) of the run; ``admitted``: the pods as last seen."""
+        ...
 
 
 def real_pods(count: int, scheduler: str, tag: str, seed: int) -> list[dict[str, Any]]:
@@ -227,13 +253,24 @@ class RealRun:
     """Free devices none of whose zones has the CPUs the stream's smallest pod asks for."""
     reasons: dict[str, int] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
+    judged: dict[str, int] = field(default_factory=dict)
+    """The scenario's own figures (``RunJudge``)."""
 
 
 async def real_run(
-    h: Harness, pool: Pool, scheduler: str, pods: list[dict[str, Any]], namespace: str, burst: int, interval: float
+    h: Harness,
+    pool: Pool,
+    scheduler: str,
+    pods: list[dict[str, Any]],
+    namespace: str,
+    burst: int,
+    interval: float,
+    judge: RunJudge | None = None,
 ) -> RealRun:
     await asyncio.to_thread(pool.wait_fresh)
     await h.namespace(namespace)
+    if judge is not None:
+        await judge.before(h, pool, namespace)
     state: dict[str, dict[str, Any]] = {}
     last_change = time.monotonic()
     binds: list[float] = []
@@ -302,6 +339,10 @@ async def real_run(
     run.devices, run.devices_in_use, run.stranded_devices = device_use(pool, admitted, smallest_cpu_request(pods))
     run.simulator_disagreements, examples = _simulator_cross_check(pool, state)
     run.examples += examples
+    if judge is not None:
+        live = [v["pod"] for v in state.values() if v["verdict"] in ("admitted", "running")]
+        run.judged, examples = await judge.figures(pool, live, pods)
+        run.examples += examples
     await h.delete_namespace(namespace)
     return run
 
@@ -408,6 +449,7 @@ async def real_scenario(
     schedulers: Sequence[str],
     make_pods: PodStream = real_pods,
     node_shape: str = NODE_SHAPE,
+    judge: RunJudge | None = None,
 ) -> dict[str, Any]:
     started = time.monotonic()
     await asyncio.to_thread(pool.prepare, policy, stale)
@@ -418,7 +460,8 @@ async def real_scenario(
             namespace = f"real-{scheduler}-{pool.tag}-{repeat}"
             await asyncio.to_thread(pool.wait_fresh)  # every NRT exists before SP's cache lists them
             async with scheduler_plugins.numa_running(h, [scheduler]):
-                runs[scheduler].append(await real_run(h, pool, scheduler, stream, namespace, burst, interval))
+                run = await real_run(h, pool, scheduler, stream, namespace, burst, interval, judge)
+                runs[scheduler].append(run)
     out: dict[str, Any] = {
         "judged_by": "kubelet",
         "policy": policy,
@@ -452,6 +495,8 @@ async def real_scenario(
                 "devices_in_use_share": spread([round(r.devices_in_use / (r.devices or 1), 3) for r in results]),
                 "stranded_devices": spread([r.stranded_devices for r in results]),
             }
+        for figure in sorted({k for r in results for k in r.judged}):
+            out[scheduler][figure] = spread([r.judged.get(figure, 0) for r in results])
     out["wall_seconds"] = round(time.monotonic() - started, 1)
     return out
 

@@ -1,6 +1,6 @@
 """The benchmark report: markdown tables per scenario and PNG plots of the distributions."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,9 @@ LABELS = {
     "toposched-spread": "+ toposched (LeastAllocated)",
     "toposched-balanced": "+ toposched (BalancedAllocation)",
     "toposched-least-numa": "+ toposched (LeastNUMANodes)",
+    "toposched-strict": "+ toposched, DRA alignment strict",
+    "toposched-prefer": "+ toposched, DRA alignment prefer",
+    "toposched-off": "+ toposched, DRA alignment off",
     "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
     "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
 }
@@ -24,6 +27,9 @@ COLORS = {
     "toposched-spread": "#2ca02c",
     "toposched-balanced": "#9467bd",
     "toposched-least-numa": "#8c564b",
+    "toposched-strict": "#1f77b4",
+    "toposched-prefer": "#17becf",
+    "toposched-off": "#bcbd22",
     "sp-numa": "#d62728",
     "sp-network": "#d62728",
 }
@@ -64,6 +70,21 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"{gpus['pods']} pods asking for 1-2, median of {gpus['repeats']} runs): TopologyAffinityErrors "
             f"{_three(gpus, 'topology_affinity_errors')}; pods admitted {_three(gpus, 'placed')}; GPUs in use at "
             f"the end {_three(gpus, 'devices_in_use_share', '{:.0%}')}."
+        )
+    dra = results.get("dra")
+    if dra:
+
+        def each(metric: str) -> str:
+            short = {"plain": "alone", "sp-numa": "scheduler-plugins"}
+            names = [short.get(n, n.replace("-", " ")) for n in dra["schedulers"]]
+            return ", ".join(
+                f"{dra[n][metric]['median']:g} {name}" for n, name in zip(dra["schedulers"], names, strict=True)
+            )
+
+        lines.append(
+            f"- DRA GPUs beside pinned CPUs ({dra['nodes']} real nodes with {dra['devices_per_node']} DRA GPUs each, "
+            f"{dra['pods']} pods, median of {dra['repeats']} runs): misaligned pods {each('misaligned_pods')}; "
+            f"pods admitted {each('placed')}; GPUs in use {each('gpus_in_use')}."
         )
     smt_nodes = results.get("smt")
     if smt_nodes:
@@ -254,9 +275,7 @@ def smt(results: dict[str, Any]) -> list[str]:
         f"{sc['pod_shape']}. The kubelet refuses a container whose CPUs are not whole cores, or more whole",
         "cores than are free, with SMTAlignmentError; rejections are counted by the kubelets' reasons.",
         "",
-        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
-        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
-        "",
+        *_run_heading(sc),
         "| scheduler | rejections (kubelet) | by reason, all runs | pods admitted (kubelet) | pods pending "
         "| seconds to place |",
         "| --- | ---: | --- | ---: | ---: | ---: |",
@@ -285,9 +304,7 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
         "ends (the kubelets' device checkpoints); stranded: free GPUs none of whose zones has the",
         f"{sc['stranded_below_cpus']} free CPUs the smallest pod asks for (no pod of the stream can use them).",
         "",
-        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
-        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
-        "",
+        *_run_heading(sc),
         "| scheduler | TopologyAffinityErrors (kubelet) | pods admitted (kubelet) | pods pending | GPUs in use "
         "| stranded GPUs | seconds to place | zone mismatches | simulator disagrees |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -321,6 +338,53 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
     fig.savefig(plots / "devices-real.png", dpi=110)
     plt.close(fig)
     return [*lines, "", f"![{title}](devices-real.png)", ""]
+
+
+def _run_heading(sc: dict[str, Any]) -> list[str]:
+    """A real-node scenario's size and pace."""
+    return [
+        f"### {sc['nodes']} nodes, {sc['pods']} pods, {sc['repeats']} run(s), {sc['burst']} pods every "
+        f"{sc['burst_interval_seconds']:g} s ({sc['wall_seconds']:.0f} s in all)",
+        "",
+    ]
+
+
+def dra_devices(results: dict[str, Any]) -> list[str]:
+    sc = results.get("dra")
+    if not sc:
+        return []
+    lines = [
+        "## DRA GPUs beside pinned CPUs",
+        "",
+        f"{sc['nodes']} real kubelet nodes ({sc['node_shape']}; {sc['policy']}); a real DRA driver publishes the",
+        "GPUs as ResourceSlices, the real kube-scheduler's allocator picks them (first fit), the kubelet pins the",
+        f"CPUs without seeing them. Guaranteed pods with {sc['pod_shape']}; toposched's columns differ by the",
+        "pods' toposched.io/dra-alignment. Misaligned: admitted pods with a GPU (PodResources, its slice's",
+        "numaNode) off the zones of their CPUs (the CPU Manager's checkpoint); GPUs in use: listed by PodResources",
+        f"for admitted pods; stranded: free GPUs whose zone has fewer than {sc['stranded_below_cpus']} free CPUs.",
+        "",
+        *_run_heading(sc),
+    ]
+    columns = ["pods admitted", "misaligned pods", "GPUs in use", "stranded GPUs", "pods pending"]
+    columns += ["TopologyAffinityErrors", "seconds to place"]
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        figures = ("placed", "misaligned_pods", "gpus_in_use", "stranded_gpus", "pending", "topology_affinity_errors")
+        shown = [_range(r[f]) for f in figures]
+        shown[2] += f" of {r['gpus']['median']:g}"
+        return [*shown, _range(r["seconds"], "{:.1f}")]
+
+    unlisted = {n: sc[n]["gpus_unlisted"]["max"] for n in sc["schedulers"] if sc[n]["gpus_unlisted"]["max"]}
+    note = [f"Admitted pods PodResources listed no GPU for (at most, per run): {unlisted}.", ""] if unlisted else []
+    return [*lines, *_scheduler_table(sc, columns, cells), "", *note]
+
+
+def _scheduler_table(
+    sc: dict[str, Any], columns: Sequence[str], cells: Callable[[dict[str, Any]], Sequence[str]]
+) -> list[str]:
+    """A table with a row per scheduler of the scenario: its name, then ``cells`` of its figures."""
+    lines = ["| scheduler | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    return lines + [f"| {LABELS[name]} | " + " | ".join(cells(sc[name])) + " |" for name in sc["schedulers"]]
 
 
 def _footprint(fp: dict[str, Any] | None) -> list[str]:
@@ -731,6 +795,7 @@ def render(results: dict[str, Any], plots: Path) -> str:
     lines += headline(results)
     lines += numa(results, plots)
     lines += devices(results, plots)
+    lines += dra_devices(results)
     lines += smt(results)
     lines += network(results, plots)
     lines += scale(results, plots)

@@ -3,7 +3,8 @@
 # (kwok nodes over two regions, sample latencies, an AppGroup, a NetworkTopology, an NRT), runs
 # the operators as a local process and shows what they wrote; then bench/demo.py places a GPU
 # workload and Online Boutique on real kubelet nodes (two of them with GPUs) with toposched and
-# with kube-scheduler alone, side by side.
+# with kube-scheduler alone, side by side, and two DRA GPU pods on a fifth node where first fit
+# puts the GPU off the pod's CPUs.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,7 +60,7 @@ costs+='{range .originList[*]}{"  "}{.origin}{" ->"}{range .costList[*]}{" "}{.d
 step "kubectl get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone"
 "${kubectl[@]}" get nodes -l topology.kubernetes.io/region -L topology.kubernetes.io/region,topology.kubernetes.io/zone
 
-# Real kubelet nodes, the exporter, both schedulers, the GPU workload and Online Boutique:
+# Real kubelet nodes, the exporter, both schedulers, the GPU workloads and Online Boutique:
 # bench/demo.py. As root, the node tools come from Debian packages when missing (make
 # test-tools); otherwise the demo says why it cannot place pods and the rest of the output stands.
 if [[ $(id -u) -eq 0 ]]; then

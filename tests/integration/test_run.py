@@ -14,7 +14,7 @@ import pytest
 from testkit.paths import EXAMPLES, REPO
 
 pytestmark = pytest.mark.cluster
-DEMO_NODES = ["numa-1", "numa-2", "numa-3", "numa-4"]
+DEMO_NODES = ["numa-1", "numa-2", "numa-3", "numa-4", "numa-5"]
 
 
 @pytest.fixture
@@ -79,6 +79,15 @@ def test_run_shows_the_order_the_costs_and_why(kubeconfig: Path, delete_nrt: str
         for name, pod in figures[scheduler]["gpu"]["pods"].items():
             if pod["kubelet"] in ("running", "admitted"):
                 assert [d["numa"] for d in pod["devices"]] == [pod["numa"]], (scheduler, name, pod)
+    # The DRA GPU pods: first fit's gpu-0 lies on NUMA 0 while the 4-CPU pod's CPUs fit only NUMA 1.
+    # kube-scheduler alone misaligns; toposched places both beside their CPUs (read from the kubelet).
+    assert re.search(r"^dra-training\s+4\s+numa-5\s+1\s+gpu-1@1\s+yes\s+(running|admitted)", out, re.M), out[-3000:]
+    assert re.search(r"^DRA GPU pods misaligned \(GPU off the CPUs\)\s+0\s+[12]$", out, re.M), out[-3000:]
+    dra = {scheduler: figures[scheduler]["dra"] for scheduler in ("toposched", "plain")}
+    assert (dra["toposched"]["misaligned"], dra["toposched"]["admitted"]) == (0, 2), dra
+    assert dra["plain"]["misaligned"] >= 1, dra
+    for name, pod in dra["toposched"]["pods"].items():
+        assert [d["numa"] for d in pod["devices"]] == [pod["numa"]], (name, pod)
     if delete_nrt:
         deleted = figures["toposched"]
         assert all(s is not None for s in deleted["deletedNRTs"].values()), deleted["deletedNRTs"]

@@ -11,7 +11,7 @@ twice) until the watch shows the pod or the reservation times out.
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,13 +97,15 @@ class Binder:
                 self.view.binding(name, Placed(namespace, node, *kept.member))
         return Bind(namespace, name, uid, node, annotations, tuple(numa))
 
-    async def post(self, bind: Bind) -> str:
-        """Issue the binding call; "" or why it failed (kube-scheduler retries the pod)."""
+    async def post(self, bind: Bind, check: Callable[[], Awaitable[str]] | None = None) -> str:
+        """Issue the binding call unless ``check`` says why not; "" or why it failed (kube-scheduler
+        retries the pod). Called right after ``reserve``: the check runs in the node's turn, so what
+        it awaits (a claim read) cannot let a later pod's binding reach the kubelet first."""
         if bind.annotations:  # zones predicted: the kubelet must see this node's bindings in this order
             async with self.order.turn(bind.node):
-                error, refused = await self._post(bind)
+                error, refused = await self._checked(bind, check)
         else:
-            error, refused = await self._post(bind)
+            error, refused = await self._checked(bind, check)
         if error:
             logger.warning(error)
             if refused:  # not bound: nothing to hold. Unanswered, it may be bound: the reservation
@@ -126,6 +128,10 @@ class Binder:
             return None
         self.evaluate(pod, [node])
         return self.filtered.pop(pod_uid(pod))
+
+    async def _checked(self, bind: Bind, check: Callable[[], Awaitable[str]] | None) -> tuple[str, bool]:
+        refused = await check() if check is not None else ""
+        return (refused, True) if refused else await self._post(bind)
 
     async def _post(self, bind: Bind) -> tuple[str, bool]:
         """The binding call's failure as a message, else ""; and whether it surely did not bind

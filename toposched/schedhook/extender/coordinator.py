@@ -110,11 +110,7 @@ class Coordinator:
         self.bind_wait.bound(uid)
         bind = await self.binder.reserve(namespace, name, uid, node)
         self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
-        refused = await self.devices.check_bind(uid, name, node, bind.numa)
-        if refused:
-            self.binder.abandon(bind)
-            return refused
-        return await self.binder.post(bind)
+        return await self.binder.post(bind, lambda: self.devices.check_bind(uid, name, node, bind.numa))
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
         """The pod on ``names``, on the cluster without its own reservation; kept as its latest filter."""

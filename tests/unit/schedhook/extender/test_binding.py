@@ -1,6 +1,7 @@
 """A Binding the apiserver refused frees the pod's reservation; one it never answered keeps it
 (the pod may be bound: its zones must not be booked twice)."""
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -71,3 +72,49 @@ def test_the_binding_body(bind: Bind, metadata: dict[str, Any]) -> None:
         "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
     }
+
+
+class OrderedApi:
+    """Records the pods whose Binding it was sent, in order."""
+
+    def __init__(self) -> None:
+        self.bound: list[str] = []
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.bound.append(body["metadata"]["name"])
+        return body
+
+
+def _check(seconds: float, refuse: str = "") -> Any:
+    async def check() -> str:
+        await asyncio.sleep(seconds)
+        return refuse
+
+    return lambda: check()
+
+
+@pytest.mark.parametrize(
+    ("checks", "bound"),
+    [
+        pytest.param([0.05, 0.0], ["a", "b"], id="a-slow-check-keeps-the-nodes-order"),
+        pytest.param([0.0, 0.05], ["a", "b"], id="fast-first"),
+        pytest.param([0.02, 0.0], ["b"], id="refused-by-its-check-never-sent"),
+    ],
+)
+async def test_a_check_before_the_binding_call_cannot_reorder_a_nodes_binds(
+    checks: list[float], bound: list[str]
+) -> None:
+    """The DRA check reads claims (an await): a later pod's binding must still not reach the
+    kubelet first, or it admits them in another order than their zones were predicted."""
+    b = extender(None)
+    api = OrderedApi()
+    b.binder.api = api  # type: ignore[assignment]
+    zones = {NUMA_ZONES_ANNOTATION: "[0]"}
+    refuse = {"a": "misaligned"} if bound == ["b"] else {}
+    posts = [
+        b.binder.post(Bind("default", name, f"u-{name}", "n1", zones), _check(seconds, refuse.get(name, "")))
+        for name, seconds in zip("ab", checks, strict=True)
+    ]
+    failed = await asyncio.gather(*posts)
+    assert api.bound == bound
+    assert failed == [refuse.get(name, "") for name in "ab"]

@@ -133,14 +133,14 @@ def headline(results: dict[str, Any]) -> list[str]:
             + (f", {new['median']:.1f} / {new['p99']:.1f} ms (a new pod shape every call)" if new else "")
             + f"; the evaluation alone median {sh['evaluate_ms']['median']:.1f} ms."
         )
-    dra = results.get("schedhook_dra")
-    if dra:
-        plain, with_claim = dra["filter_and_prioritize_ms"], dra["filter_and_prioritize_dra_ms"]
+    claimed = results.get("schedhook_dra")
+    if claimed:
+        plain, with_claim = claimed["filter_and_prioritize_ms"], claimed["filter_and_prioritize_dra_ms"]
         lines.append(
-            f"- With DRA pods, {dra['nodes']} nodes of {dra['gpus_per_node']} GPUs in {dra['pools_per_node']} "
-            f"pools, side by side: a pod with a GPU claim median {with_claim['median']:.1f} ms, p99 "
-            f"{with_claim['p99']:.1f} ms, against {plain['median']:.1f} / {plain['p99']:.1f} ms without "
-            f"(p99 {dra['p99_added_ms']:+.1f} ms)."
+            f"- With DRA pods, {claimed['nodes']} nodes of {claimed['gpus_per_node']} GPUs in "
+            f"{claimed['pools_per_node']} pools, side by side: a pod with a GPU claim median "
+            f"{with_claim['median']:.1f} ms, p99 {with_claim['p99']:.1f} ms, against {plain['median']:.1f} / "
+            f"{plain['p99']:.1f} ms without (p99 {claimed['p99_added_ms']:+.1f} ms)."
         )
     return [*lines, ""]
 

@@ -9,7 +9,8 @@ CPUs on NUMA 1 from the kubelet, whose Topology Manager never sees DRA devices. 
 Guaranteed, 2-6 integral CPUs (1 GiB each) and one GPU through a ResourceClaimTemplate.
 
 Columns: kube-scheduler alone; toposched with each ``toposched.io/dra-alignment`` (strict, prefer,
-off: one extender, the mode on each pod); scheduler-plugins' NodeResourceTopologyMatch, which
+off: one extender, the mode on each pod), and strict with the pods' claims pinned at creation by
+the claim webhook (``toposched.io/dra-pin-numa``); scheduler-plugins' NodeResourceTopologyMatch, which
 knows nothing of DRA. Per run, from the kubelets only: pods admitted; misaligned pods (a device
 PodResources lists for the pod lies, by its slice's ``numaNode``, off every zone of the CPUs its
 CPU Manager checkpoint gives the pod); GPUs in use (listed by PodResources for admitted pods);
@@ -17,8 +18,10 @@ stranded GPUs (free GPUs whose zone has fewer free CPUs than the smallest pod as
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import random
+import subprocess
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -26,15 +29,18 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from bench import ownpool, scheduler_plugins
+from bench import harness, ownpool, scheduler_plugins
 from bench.harness import BENCH_LABEL, Harness, SetupError
 from bench.ownpool import OwnPool
 from bench.realnodes import Pool, kubelet_zones
+from testkit.cluster import free_port
+from testkit.extender import claim_webhook_body
 from testkit.podresources import listed_pod
 from testkit.realnode import KubeletSettings, NodeDRA, RealNode, ensure_device_class, workload_pod
 from testkit.realnode.accounting import kubelet_figures
 from testkit.realnode.dra import STANDARD_NUMA, resource_claim_template
 from toposched.apis.constants import DRA_ALIGNMENT_ANNOTATION
+from toposched.schedhook.placement.drapin import PIN_ANNOTATION
 
 GPU = "gpu.example.com"
 TEMPLATE = "one-gpu"
@@ -47,8 +53,11 @@ NODE_SHAPE = (
     "CPUs 0-4 on every other node (3 CPUs left on its zone 0)"
 )
 MODES = ("strict", "prefer", "off")
-TOPOSCHED = {f"toposched-{mode}": mode for mode in MODES}
+PINNED = "toposched-strict-pinned"
+"""Strict, the pods' claims pinned at creation by the claim webhook (toposched.io/dra-pin-numa)."""
+TOPOSCHED = {**{f"toposched-{mode}": mode for mode in MODES}, PINNED: "strict"}
 """Column -> the pods' toposched.io/dra-alignment (one extender, the shipped profile)."""
+WEBHOOK = "toposched-bench-claims"
 SCHEDULERS = ("plain", *TOPOSCHED, scheduler_plugins.NUMA)
 PODS_PER_NODE = 3.0
 CPU_CHOICES = (2, 3, 4, 5, 6)
@@ -66,7 +75,10 @@ def dra_pods(count: int, column: str, tag: str, seed: int) -> list[dict[str, Any
         body["spec"].update(schedulerName=column, nodeSelector={BENCH_LABEL: tag})
         if column in TOPOSCHED:
             body["spec"]["schedulerName"] = "toposched"
-            body["metadata"]["annotations"] = {DRA_ALIGNMENT_ANNOTATION: TOPOSCHED[column]}
+            body["metadata"]["annotations"] = {
+                DRA_ALIGNMENT_ANNOTATION: TOPOSCHED[column],
+                PIN_ANNOTATION: "true" if column == PINNED else "false",
+            }
         pods.append(body)
     return pods
 
@@ -205,9 +217,16 @@ def _results(claim: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def start_schedulers(h: Harness) -> None:
-    """kube-scheduler alone and with the extender (as shipped, its DRA allocator included)."""
+    """kube-scheduler alone and with the extender (as shipped, its DRA allocator and claim webhook
+    included: the webhook pins the claims of the pinned column's pods only)."""
     await asyncio.to_thread(ensure_device_class, GPU)
-    await h.start_toposched()
+    port = free_port()
+    tls = ["--tls-cert", str(h.pki.serving.cert), "--tls-key", str(h.pki.serving.key), "--webhook-port", str(port)]
+    await h.start_toposched(tls)
+    admission = client.AdmissionregistrationV1Api(h.api)
+    with contextlib.suppress(client.ApiException):  # one left by a run that did not end
+        await admission.delete_mutating_webhook_configuration(WEBHOOK)
+    await admission.create_mutating_webhook_configuration(claim_webhook_body(WEBHOOK, port, h.pki.ca.read_bytes()))
     h.start_plain()
     await asyncio.sleep(3)
 
@@ -229,4 +248,8 @@ SCENARIO = OwnPool(
 
 def run(kubeconfig: Path, work: Path, full: bool, real_nodes: int) -> dict[str, Any]:
     """The DRA scenario (``results.json``'s ``dra``)."""
-    return ownpool.run(kubeconfig, work, SCENARIO, full, real_nodes)
+    try:
+        return ownpool.run(kubeconfig, work, SCENARIO, full, real_nodes)
+    finally:  # its extender is gone: claims must not wait for it
+        kubectl = [f"{harness.bin_dir()}/kubectl", f"--kubeconfig={kubeconfig}"]
+        subprocess.run([*kubectl, "delete", "mutatingwebhookconfiguration", WEBHOOK, "--ignore-not-found"], check=False)

@@ -127,9 +127,10 @@ def in_process(
     return Coordinator(store, api=None, config=config)
 
 
-def claim_webhook_body(name: str, port: int, ca: bytes, namespace: str) -> dict[str, Any]:
-    """A MutatingWebhookConfiguration sending new ResourceClaims of ``namespace`` to the claim
-    webhook of a local schedhook (``--webhook-port port``) whose CA is ``ca``, as the chart's does."""
+def claim_webhook_body(name: str, port: int, ca: bytes, namespace: str | None = None) -> dict[str, Any]:
+    """A MutatingWebhookConfiguration sending new ResourceClaims of ``namespace`` (None: of every
+    namespace but kube-system) to the claim webhook of a local schedhook (``--webhook-port port``)
+    whose CA is ``ca``, as the chart's does."""
     hook = {
         "name": "resourceclaims.mutate.toposched.io",
         "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-claims", "caBundle": base64.b64encode(ca).decode()},
@@ -141,7 +142,15 @@ def claim_webhook_body(name: str, port: int, ca: bytes, namespace: str) -> dict[
                 "resources": ["resourceclaims"],
             }
         ],
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "namespaceSelector": (
+            {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            if namespace is not None
+            else {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+                ]
+            }
+        ),
         "admissionReviewVersions": ["v1"],
         "sideEffects": "None",
         "failurePolicy": "Ignore",

@@ -18,6 +18,7 @@ LABELS = {
     "toposched-strict": "+ toposched, DRA alignment strict",
     "toposched-prefer": "+ toposched, DRA alignment prefer",
     "toposched-off": "+ toposched, DRA alignment off",
+    "toposched-strict-pinned": "+ toposched, DRA alignment strict, claims pinned",
     "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
     "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
 }

@@ -84,9 +84,10 @@ test-images:
 	  echo "test-images: building the images needs root" >&2; exit 1; fi
 
 # The chart installed for real: images built and imported into two real nodes, helm install,
-# placements through the release, upgrade, uninstall (root; part of `make test`).
+# placements through the release, upgrade, uninstall; then its warm standby on three real nodes,
+# the acting replica lost under a pod stream (root; part of `make test`).
 test-chart: venv binaries test-tools test-images ## the chart on real kubelet nodes, from the locally built images
-	$(VENV)/bin/pytest tests/integration/test_chart_realnodes.py
+	$(VENV)/bin/pytest tests/integration/test_chart_realnodes.py tests/integration/test_chart_failover.py
 
 # Container images, daemonless: buildah (chroot isolation, overlay or vfs storage) as root. The
 # archives go to .images/. IMAGE_BASE=auto (default: the official Python base if it can be

@@ -740,12 +740,21 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
             f"filter + prioritize, {sh.get('default_candidates')} candidates (kube-scheduler's default sample)",
             "filter_and_prioritize_default_candidates_ms",
         ),
+        (
+            f"filter + prioritize, {sh.get('default_candidates')} candidates, across a network hop",
+            "filter_and_prioritize_default_candidates_hop_ms",
+        ),
         ("a new connection: TCP + TLS handshake (kube-scheduler keeps its connections)", "tls_handshake_ms"),
+        ("one round trip over loopback (kube-scheduler to its sidecar)", "round_trip_loopback_ms"),
+        ("one round trip across a network hop (to another pod on the node)", "round_trip_hop_ms"),
     ):
         if key not in sh:
             continue
         v = sh[key]
         lines.append(f"| {label} | {v['median']:.2f} | {v['p99']:.2f} | {v['min']:.2f} | {v['max']:.2f} |")
+    if "hop_per_pod_ms" in sh:
+        lines += ["", f"The network hop costs {sh['hop_per_pod_ms']:.2f} ms per pod (three calls: filter, prioritize,"]
+        lines += ["bind) more than loopback, before a Service's translation and the wire between nodes."]
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.hist(sh["samples_ms"]["filter_and_prioritize"], bins=30, color=COLORS["toposched"], alpha=0.8, label="HTTPS")
     if "filter_and_prioritize_new_shape" in sh["samples_ms"]:

@@ -7,6 +7,12 @@ kube-scheduler's client certificate, posts kube-scheduler's filter and then prio
 times each pair end to end, with the request bodies encoded beforehand so the client adds nothing
 but the socket. Apart, what keep-alive saves: a new connection's TCP and TLS handshakes.
 
+Where kube-scheduler calls from: over loopback, as it calls its sidecar, or across a network hop,
+as it called schedhook's Deployment: with root, the client runs in a network namespace of its own
+linked by a veth pair (another pod on the same node; a Service's address translation and the wire
+between nodes come on top). Each path's round trip is timed apart on the kept-alive connection
+(the open /healthz, TLS included): kube-scheduler makes three calls per pod.
+
 - "workload": the same pod shape again and again, as a Deployment's replicas arrive, while the
   cluster changes underneath: between two pure evaluations one NRT changes; over HTTP a task
   applies NRT updates and bind reservations at CHURN_PER_SECOND each, as watch events would.
@@ -14,15 +20,18 @@ but the socket. Apart, what keep-alive saves: a new connection's TCP and TLS han
 """
 
 import asyncio
+import contextlib
 import copy
 import gc
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -48,6 +57,10 @@ HANDSHAKES = 50
 CHURN_PER_SECOND = 200
 """NRT updates (and as many bind reservations) per second during the HTTP runs: every node of
 5,000 updated every 25 s."""
+ROUND_TRIPS = 200
+LOOPBACK = "127.0.0.1"
+HOP = ("169.254.251.1", "169.254.251.2")
+"""This side's and the client's address on the veth pair (link-local, a /30 of its own)."""
 
 
 def shaped(i: int) -> dict[str, Any]:
@@ -61,11 +74,12 @@ def shaped(i: int) -> dict[str, Any]:
 
 CLIENT = """
 import http.client, json, ssl, sys, time
-port, repeats, ca, cert, key = int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:6]
+host, port, repeats, ca, cert, key = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:7]
 bodies = json.loads(sys.stdin.buffer.read())
 tls = ssl.create_default_context(cafile=ca)
 tls.load_cert_chain(cert, key)
-conn = http.client.HTTPSConnection("127.0.0.1", port, context=tls)
+tls.check_hostname = host == "127.0.0.1"  # the chain is checked either way; the certificate names loopback
+conn = http.client.HTTPSConnection(host, port, context=tls)
 headers = {"Content-Type": "application/json"}
 out = []
 for i in range(repeats + 3):
@@ -83,15 +97,46 @@ for i in range(repeats + 3):
     t3 = time.perf_counter()
     if i >= 3:  # warm-up: connection, first table sync
         out.append([(t1 - t0) * 1000, (t3 - t2) * 1000])
+round_trips = []
+for _ in range(ROUND_TRIPS):
+    t0 = time.perf_counter()
+    conn.request("GET", "/healthz")
+    conn.getresponse().read()
+    round_trips.append((time.perf_counter() - t0) * 1000)
 handshakes = []
 for _ in range(HANDSHAKES):
-    fresh = http.client.HTTPSConnection("127.0.0.1", port, context=tls)
+    fresh = http.client.HTTPSConnection(host, port, context=tls)
     t0 = time.perf_counter()
     fresh.connect()
     handshakes.append((time.perf_counter() - t0) * 1000)
     fresh.close()
-print(json.dumps({"pairs": out, "handshakes": handshakes}))
+print(json.dumps({"pairs": out, "handshakes": handshakes, "roundTrips": round_trips}))
 """
+
+
+@contextlib.contextmanager
+def network_hop() -> Iterator[list[str] | None]:
+    """A network namespace for the client, linked to this one by a veth pair (HOP); yields the
+    command prefix that runs a process there (None without root or ``ip``: no such figure)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        yield None
+        return
+    netns, here, there = f"tsbench{os.getpid()}", f"tsbh{os.getpid()}"[:15], f"tsbc{os.getpid()}"[:15]
+    steps = [
+        ["ip", "netns", "add", netns],
+        ["ip", "link", "add", here, "type", "veth", "peer", "name", there, "netns", netns],
+        ["ip", "addr", "add", f"{HOP[0]}/30", "dev", here],
+        ["ip", "link", "set", here, "up"],
+        ["ip", "-n", netns, "addr", "add", f"{HOP[1]}/30", "dev", there],
+        ["ip", "-n", netns, "link", "set", there, "up"],
+    ]
+    try:
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        yield ["ip", "netns", "exec", netns]
+    finally:
+        subprocess.run(["ip", "link", "del", here], capture_output=True)
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
 
 
 async def _churn(view: ClusterView, names: list[str], rng: random.Random) -> None:
@@ -114,28 +159,43 @@ async def _churn(view: ClusterView, names: list[str], rng: random.Random) -> Non
 async def _over_http(
     coordinator: Coordinator, bodies: list[dict[str, Any]], repeats: int, pki: ExtenderPKI
 ) -> tuple[list[list[float]], list[float]]:
-    """(filter and prioritize ms per call, new-connection handshake ms) from a client in another process."""
+    """(filter and prioritize ms per call, new-connection handshake ms) over loopback."""
+    answer = await _calls(coordinator, bodies, repeats, pki)
+    return answer["pairs"], answer["handshakes"]
+
+
+async def _calls(
+    coordinator: Coordinator,
+    bodies: list[dict[str, Any]],
+    repeats: int,
+    pki: ExtenderPKI,
+    host: str = LOOPBACK,
+    prefix: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """From a client in another process (started with ``prefix``), calling ``host``: ``pairs`` (filter
+    and prioritize ms per call), ``handshakes`` (a new connection's ms), ``roundTrips`` (ms)."""
     extender = Extender(coordinator)
     runner = web.AppRunner(extender.app([require_client([SCHEDULER_CLIENT])]), access_log=None)
     await runner.setup()
     tls = server_context(str(pki.serving.cert), str(pki.serving.key), str(pki.ca))
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
+    site = web.TCPSite(runner, host, 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
     churn = asyncio.create_task(_churn(coordinator.view, list(bodies[0]["NodeNames"]), random.Random(7)))
     proc = await asyncio.create_subprocess_exec(
+        *prefix,
         sys.executable,
         "-c",
-        CLIENT.replace("HANDSHAKES", str(HANDSHAKES)),
-        *(str(port), str(repeats), str(pki.ca), str(pki.scheduler.cert), str(pki.scheduler.key)),
+        CLIENT.replace("HANDSHAKES", str(HANDSHAKES)).replace("ROUND_TRIPS", str(ROUND_TRIPS)),
+        *(host, str(port), str(repeats), str(pki.ca), str(pki.scheduler.cert), str(pki.scheduler.key)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
     out, _ = await proc.communicate(json.dumps(bodies).encode())
     churn.cancel()
     await runner.cleanup()
-    answer = json.loads(out)
-    return answer["pairs"], answer["handshakes"]
+    answer: dict[str, Any] = json.loads(out)
+    return answer
 
 
 def _pure(names: list[str], bodies: list[dict[str, Any]], repeats: int, new_shape: bool) -> list[float]:
@@ -174,7 +234,8 @@ def run(
     gc.freeze()  # as the extender does once its cache has synced
     pki = extender_pki(Path(tempfile.mkdtemp(prefix="toposched-bench-pki-")))
     workload = [{"Pod": POD, "NodeNames": names}]
-    pairs, handshakes = asyncio.run(_over_http(coordinator, workload, repeats, pki))
+    loopback = asyncio.run(_calls(coordinator, workload, repeats, pki))
+    pairs = loopback["pairs"]
     new_shapes = [{"Pod": shaped(i), "NodeNames": names} for i in range(repeats + 3)]
     pairs_new, _ = asyncio.run(_over_http(coordinator, new_shapes, repeats, pki))
     # What kube-scheduler sends by default: it stops after finding max(100, 5% .. 50%) feasible
@@ -183,6 +244,7 @@ def run(
     sampled = [{"Pod": POD, "NodeNames": names[:: max(1, nodes // sample)][:sample]}]
     pairs_sampled, _ = asyncio.run(_over_http(coordinator, sampled, repeats, pki))
     return {
+        **_across_a_hop(coordinator, sampled, repeats, pki, loopback["roundTrips"]),
         "nodes": nodes,
         "fitting": fits,
         "churn_per_second": CHURN_PER_SECOND,
@@ -194,13 +256,30 @@ def run(
         "filter_and_prioritize_new_shape_ms": summary([f + p for f, p in pairs_new], "ms"),
         "default_candidates": sample,
         "filter_and_prioritize_default_candidates_ms": summary([f + p for f, p in pairs_sampled], "ms"),
-        "tls_handshake_ms": summary(handshakes, "ms"),
+        "tls_handshake_ms": summary(loopback["handshakes"], "ms"),
         "samples_ms": {
             "evaluate": pure,
             "filter_and_prioritize": [f + p for f, p in pairs],
             "filter_and_prioritize_new_shape": [f + p for f, p in pairs_new],
         },
     }
+
+
+def _across_a_hop(
+    coordinator: Coordinator, sampled: list[dict[str, Any]], repeats: int, pki: ExtenderPKI, loopback: list[float]
+) -> dict[str, Any]:
+    """The round trip over loopback and, with root, across the veth hop, with the sampled filter and
+    prioritize there too; the cost per pod (three calls) of the hop."""
+    figures: dict[str, Any] = {"round_trip_loopback_ms": summary(loopback, "ms")}
+    with network_hop() as prefix:
+        if prefix is None:
+            return figures
+        hop = asyncio.run(_calls(coordinator, sampled, repeats, pki, HOP[0], tuple(prefix)))
+    figures["round_trip_hop_ms"] = summary(hop["roundTrips"], "ms")
+    figures["filter_and_prioritize_default_candidates_hop_ms"] = summary([f + p for f, p in hop["pairs"]], "ms")
+    added = 3 * (figures["round_trip_hop_ms"]["median"] - figures["round_trip_loopback_ms"]["median"])
+    figures["hop_per_pod_ms"] = round(added, 3)
+    return figures
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from kubernetes_asyncio import client
 from testkit.chaos.faults import Faults, Recovery
 from testkit.chaos.plane import Plane, PlaneError
 from testkit.chaos.scene import KWOK_LABELS, NAMESPACE, PROFILE, Scene
-from testkit.chaos.schedule import KINDS, schedule
+from testkit.chaos.schedule import KINDS, fault_count, schedule
 from testkit.chaos.stream import Stream
 from testkit.large_nrt import NRTS
 from testkit.paths import REPO
@@ -176,7 +176,7 @@ async def _faults(scene: Scene, options: Options, say: Callable[[str], None]) ->
         say(f"pod stream on; faults from seed {options.seed} for {options.seconds / 60:.1f} min")
         await asyncio.sleep(WARMUP)
         rss_start = process_usage(extender)[0]
-        count = int(options.seconds / options.gap[0]) + len(KINDS)
+        count = fault_count(options.seconds, options.gap)
         for fault in schedule(options.seed, count, scene.real_names, scene.kwok_names, options.gap):
             if time.monotonic() + fault.gap >= deadline:
                 break

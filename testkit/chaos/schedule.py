@@ -39,6 +39,14 @@ class Fault:
     """Seconds of quiet before it, after the fault before it has recovered."""
 
 
+def fault_count(seconds: float, gap: tuple[float, float]) -> int:
+    """How many faults a run of ``seconds`` draws: as many as the shortest gaps allow, every kind
+    once besides. The count decides the whole schedule (the kinds are drawn first), so runs whose
+    seconds and gaps keep one ratio share their faults: ``--minutes 2 --gap 2,4`` has those of
+    ``--minutes 20``, each gap a tenth."""
+    return int(seconds / gap[0]) + len(KINDS)
+
+
 def schedule(
     seed: int, count: int, real: Sequence[str], kwok: Sequence[str], gap: tuple[float, float] = (20.0, 40.0)
 ) -> list[Fault]:

@@ -8,16 +8,20 @@ went, whether the extender predicted its NUMA zones (the annotation it writes at
 kubelet decided.
 
 A pod that needs exclusive CPUs and was bound without predicted zones was passed on a node the
-extender could not see into: a *blind pass*.
+extender could not see into: a *blind pass*. Without kwok labels every pod is for the real nodes,
+which ``nodes`` may narrow mid-run (to those a fault will spare); given ``zones``, the NUMA zones
+its kubelet gave each running pod are held against those predicted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -31,6 +35,7 @@ from toposched.kube.watch import follow
 
 logger = logging.getLogger(__name__)
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass
@@ -51,6 +56,10 @@ class Record:
     deleted: bool = False
     message: str = ""
     """Its kubelet's message when it rejected it."""
+    actual: list[str] | None = None
+    """The NUMA zones its kubelet gave it, once running (with the stream's ``zones``)."""
+    rebound: str | None = None
+    """Another node the watch showed it on after the first (never, unless bound twice)."""
 
 
 @dataclass
@@ -58,18 +67,32 @@ class Stream:
     api: client.ApiClient
     namespace: str
     scheduler: str
-    kwok_labels: dict[str, str]
+    kwok_labels: dict[str, str] | None
+    """None: every pod for the real nodes."""
     seed: int
     interval: float = 2.0
     lifetime: float = 30.0
     patience: float = 120.0
+    cpus: tuple[int, ...] = (1, 1, 2, 2, 3)
+    """The exclusive CPUs of a pod for the real nodes, drawn from these."""
+    nodes: list[str] | None = None
+    """The real nodes the next pods may go to (None: any)."""
+    zones: Callable[[str, str], list[str] | None] | None = None
+    """(node, pod uid) -> the NUMA zones the node's kubelet gave the pod (None: not known)."""
+    force: bool = True
+    """Delete pods at once (grace 0); False: as a user would, so that a pod is gone only once its
+    kubelet has stopped it and freed its CPUs."""
     pods: dict[str, Record] = field(default_factory=dict)
     create_failures: int = 0
 
     def _body(self, name: str, exclusive: bool, rng: random.Random) -> dict[str, Any]:
         if exclusive:
-            body = workload_pod(name, cpu=rng.choice([1, 1, 2, 2, 3]), memory="128Mi")
+            body = workload_pod(name, cpu=rng.choice(self.cpus), memory="128Mi")
             body["spec"]["nodeSelector"] = {NODE_LABEL: "true"}
+            if self.nodes is not None:
+                term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": list(self.nodes)}]}
+                required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+                body["spec"]["affinity"] = {"nodeAffinity": required}
         else:
             body = pod_body(
                 name,
@@ -85,8 +108,8 @@ class Stream:
         return body
 
     async def run(self, stop: asyncio.Event, settle: float = 30.0) -> None:
-        """Create pods and delete the ones done until ``stop`` is set; then follow the pods bound
-        for up to ``settle`` seconds more, until their kubelets have decided."""
+        """Create pods and delete the ones done until ``stop`` is set; then, for up to ``settle``
+        seconds more, until every pod is bound and its kubelet has decided (deleting those done)."""
         rng = random.Random(self.seed)
         core = client.CoreV1Api(self.api)
         watching = asyncio.create_task(self._watch())
@@ -94,7 +117,7 @@ class Stream:
         try:
             while not stop.is_set():
                 name = f"s-{count:05d}"
-                exclusive = count % 2 == 0
+                exclusive = count % 2 == 0 or self.kwok_labels is None
                 try:
                     await core.create_namespaced_pod(self.namespace, self._body(name, exclusive, rng))
                     self.pods[name] = Record(name, exclusive, time.monotonic())
@@ -106,7 +129,8 @@ class Stream:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.interval)
             ends = time.monotonic() + settle
-            while time.monotonic() < ends and self.undecided():  # noqa: ASYNC110 -- the watch sets no event
+            while time.monotonic() < ends and self.unsettled():
+                await self._delete_done(core)
                 await asyncio.sleep(0.5)
         finally:
             watching.cancel()
@@ -122,7 +146,8 @@ class Stream:
             )
             if done and not record.deleted:
                 try:
-                    await core.delete_namespaced_pod(record.name, self.namespace, grace_period_seconds=0)
+                    grace = 0 if self.force else None
+                    await core.delete_namespaced_pod(record.name, self.namespace, grace_period_seconds=grace)
                     record.deleted = True
                 except client.ApiException as exc:
                     record.deleted = exc.status == 404
@@ -145,16 +170,24 @@ class Stream:
         if node and record.node is None:
             record.node, record.bound = node, time.monotonic()
             record.predicted = (pod["metadata"].get("annotations") or {}).get(NUMA_ZONES_ANNOTATION)
+        elif node and node != record.node:
+            record.rebound = node
         status = pod.get("status") or {}
         if status.get("phase") == "Running" and record.running_since is None:
             record.verdict, record.running_since = "running", time.monotonic()
+            if self.zones is not None and record.node:
+                record.actual = self.zones(record.node, pod["metadata"]["uid"])
         elif status.get("phase") == "Failed" and record.verdict == "pending":
             record.verdict = str(status.get("reason") or "Failed")
             record.message = str(status.get("message") or "")
 
-    def undecided(self) -> bool:
-        """Some pod is bound and its kubelet has not decided yet."""
-        return any(r.node and r.verdict == "pending" for r in self.pods.values())
+    def unsettled(self) -> bool:
+        """Some pod is bound and its kubelet has not decided yet, or is not bound yet."""
+        return any(r.verdict == "pending" and (r.node or not r.deleted) for r in self.pods.values())
+
+    def last_bound_before(self, at: float) -> float | None:
+        """When (monotonic) the last bind before ``at`` was seen (None: none)."""
+        return max((r.bound for r in self.pods.values() if r.bound is not None and r.bound <= at), default=None)
 
     def first_bound_after(self, at: float) -> float | None:
         """Seconds from ``at`` (monotonic) to the first bind after it (None: none)."""
@@ -177,6 +210,12 @@ class Stream:
             "rejected": rejected,
             "blindPasses": sorted(r.name for r in records if r.exclusive and r.node is not None and not r.predicted),
             "neverPlaced": sum(1 for r in records if r.node is None),
+            "boundTwice": sorted(r.name for r in records if r.rebound),
+            "mispredicted": [
+                {"pod": r.name, "node": r.node, "predicted": r.predicted, "kubelet": r.actual}
+                for r in records
+                if r.actual is not None and json.loads(r.predicted or "null") != r.actual
+            ],
             "rejectedPods": [
                 {"pod": r.name, "node": r.node, "boundAt": round((r.bound or began) - began, 1)}
                 | {"reason": r.verdict, "message": r.message, "predicted": r.predicted}

@@ -405,13 +405,18 @@ def processes_mentioning(text: str) -> list[tuple[int, str]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        try:
-            cmdline = Path("/proc", entry, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append((int(entry), cmdline.strip()))
+        line = cmdline(int(entry))
+        if text in line:
+            found.append((int(entry), line))
     return found
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path("/proc", str(pid), "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def comm(pid: int) -> str:

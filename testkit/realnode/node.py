@@ -307,6 +307,23 @@ class RealNode:
         path = self.layout.root / "runc-wrapper.log"
         return path.read_text().splitlines() if path.is_file() else []
 
+    def power_off(self) -> None:
+        """Lose the node as a power loss would: every process of it (containerd, the kubelet, the
+        containers, its device plugin and DRA driver) killed at once, nothing told. Its files,
+        its bridge (its address refuses connections from then on) and the Node object stay: the
+        Node turns NotReady once its heartbeats are missed, and its pods stay bound to it.
+        ``remove_node`` clears it."""
+        _stop(self, keep_bridge=True)
+
+    def kill(self, *words: str) -> list[int]:
+        """kill -9 the node's processes (its containers' included) whose command line holds every
+        one of ``words``; their pids."""
+        pids = [p for p in self.pids() if (line := host.cmdline(p)) and all(w in line for w in words)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return pids
+
     def restart_kubelet(self, timeout: float = 90) -> None:
         """Stop the kubelet and start it again on the same state, as a service restart does
         (containerd and the containers keep running). Returns once the node is Ready again and,
@@ -765,12 +782,13 @@ def _write_runc_wrapper(node: RealNode) -> None:
     wrapper.write_text(
         f"""#!{sys.executable} -S
 # runc of real node {node.name}: projects the kubelet's cpusets onto the real CPUs {format_cpulist(cpus)}
-# and memory nodes {format_cpulist(mems)} (see testkit/realnode/runc_wrapper.py).
+# and memory nodes {format_cpulist(mems)}; host-network containers are named {node.name} (see
+# testkit/realnode/runc_wrapper.py).
 import sys
 sys.path.insert(0, {str(module_dir)!r})
 from runc_wrapper import main
 sys.exit(main(sys.argv, real_runc={runc!r}, cpus={cpus!r}, mems={mems!r},
-              log={str(node.layout.root / "runc-wrapper.log")!r}))
+              log={str(node.layout.root / "runc-wrapper.log")!r}, hostname={node.name!r}))
 """
     )
     wrapper.chmod(0o755)

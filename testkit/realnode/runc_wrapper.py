@@ -9,6 +9,10 @@ projecting fake id ``i`` onto ``real[i % len(real)]``, and then runs the real ru
 kubelet decided (admission, its checkpoints, the PodResources API) is untouched; only the
 kernel's view changes.
 
+Nodes on one machine share its network and UTS namespaces, so a host-network container would see
+the machine's hostname on every node. A machine of its own would show its own name (kube-scheduler's
+Lease identity starts with it), so such a container gets a UTS namespace named after its node.
+
 Stdlib only, no third-party import, loaded with ``python3 -S`` on every runc call (about 15 ms).
 It is imported by the small per-node launcher testkit.realnode writes, never by the product.
 """
@@ -95,12 +99,29 @@ def option_value(args: Sequence[str], names: Sequence[str]) -> tuple[int, str] |
     return None
 
 
+def own_hostname(spec: dict[str, Any], hostname: str) -> list[str]:
+    """Give a container on the host's UTS namespace (the host network's) one of its own named
+    ``hostname``, in place; return what changed, for the log."""
+    linux = spec.get("linux")
+    if not isinstance(linux, dict):
+        return []
+    namespaces = linux.setdefault("namespaces", [])
+    if any(isinstance(n, dict) and n.get("type") in ("network", "uts") for n in namespaces):
+        return []  # a pod network's container: the sandbox's namespaces
+    namespaces.append({"type": "uts"})
+    spec["hostname"] = hostname
+    return [f"hostname {hostname}"]
+
+
 class Wrapper:
-    def __init__(self, real_runc: str, cpus: Sequence[int], mems: Sequence[int], log: str | None) -> None:
+    def __init__(
+        self, real_runc: str, cpus: Sequence[int], mems: Sequence[int], log: str | None, hostname: str = ""
+    ) -> None:
         self.real_runc = real_runc
         self.cpus = list(cpus)
         self.mems = list(mems)
         self.log_path = log
+        self.hostname = hostname
 
     def log(self, line: str) -> None:
         if self.log_path:
@@ -112,9 +133,9 @@ class Wrapper:
         with open(path) as f:
             spec = json.load(f)
         cpu = spec.get("linux", {}).get("resources", {}).get("cpu")
-        if not isinstance(cpu, dict):
-            return
-        changes = rewrite_cpu(cpu, self.cpus, self.mems)
+        changes = rewrite_cpu(cpu, self.cpus, self.mems) if isinstance(cpu, dict) else []
+        if self.hostname:
+            changes += own_hostname(spec, self.hostname)
         if changes:
             tmp = path + ".toposched"
             with open(tmp, "w") as f:
@@ -170,5 +191,13 @@ class Wrapper:
         return subprocess.run(command, input=stdin).returncode
 
 
-def main(argv: Sequence[str], *, real_runc: str, cpus: Sequence[int], mems: Sequence[int], log: str | None) -> int:
-    return Wrapper(real_runc, cpus, mems, log).run(argv)
+def main(
+    argv: Sequence[str],
+    *,
+    real_runc: str,
+    cpus: Sequence[int],
+    mems: Sequence[int],
+    log: str | None,
+    hostname: str = "",
+) -> int:
+    return Wrapper(real_runc, cpus, mems, log, hostname).run(argv)

@@ -8,6 +8,7 @@ import os
 import ssl
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -182,10 +183,27 @@ def test_the_extender_beside_each_scheduler() -> None:
     assert not [key for key in one if key[0] == "PodDisruptionBudget"]
 
 
+def completed(init: dict[str, Any], config: str, pod_ip: str) -> str:
+    """What the init container writes from ``config`` on a node at ``pod_ip``: its script, run by sh
+    in a directory standing for its two mounts."""
+    mounts = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+    with tempfile.TemporaryDirectory() as tmp:
+        template, out = Path(tmp, "template"), Path(tmp, "config")
+        template.mkdir()
+        out.mkdir()
+        (template / "config.yaml").write_text(config)
+        script = init["command"][-1].replace(mounts["config-template"], str(template))
+        script = script.replace(mounts["config"] + "/", f"{out}/")
+        subprocess.run(["sh", "-c", script], env={"POD_IP": pod_ip, "PATH": os.environ["PATH"]}, check=True)
+        return (out / "config.yaml").read_text()
+
+
 def test_host_network_mode() -> None:
     """hack/chart-local-cluster.yaml: every pod on the host network, reaching the apiserver at
-    the address given; each listener on the node's address, the extender on loopback only, called
-    there by the kube-scheduler that runs on schedhook's node, checking the Service's name."""
+    the address given; each listener on the node's address (the host's loopback may be shared by
+    several nodes), each sidecar's too, called there by its kube-scheduler (whose config an init
+    container completes), checking the Service's name. Without the sidecar schedhook's extender
+    listens on loopback only, called there by the kube-scheduler that runs on schedhook's node."""
     local = str(REPO / "hack" / "chart-local-cluster.yaml")
     objects = rendered("-f", local, "--set", "hostNetwork.apiServer=127.0.0.1:6443")
     api_server = [
@@ -209,9 +227,9 @@ def test_host_network_mode() -> None:
     assert {"name": "TOPOSCHED_METRICS_ADDRESS", "value": "$(POD_IP)"} in operator["env"]
 
     (schedhook,) = pods["t-toposched-schedhook"]["containers"]
-    told = {"--address=127.0.0.1", "--webhook-address=$(POD_IP)", "--metrics-address=$(POD_IP)"}
+    told = {"--address=$(POD_IP)", "--webhook-address=$(POD_IP)", "--metrics-address=$(POD_IP)"}
     assert told <= set(schedhook["args"])
-    assert schedhook["readinessProbe"]["httpGet"]["host"] == "127.0.0.1"
+    assert "host" not in schedhook["readinessProbe"]["httpGet"]  # the pod's IP: the node's
 
     scheduler = pods["t-toposched-scheduler"]
     assert "--bind-address=$(POD_IP)" in scheduler["containers"][0]["command"]
@@ -221,16 +239,30 @@ def test_host_network_mode() -> None:
         assert spread[0]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
         strategy = objects["Deployment", name]["spec"]["strategy"]
         assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    # The sidecar's extender on the host's loopback, at a port of its own.
+    # The sidecar's extender at the node's address, at a port of its own; the init container writes
+    # that address into kube-scheduler's config.
     sidecar = scheduler["containers"][1]
-    assert {"--address=127.0.0.1", "--port=8889", "--metrics-address=$(POD_IP)"} <= set(sidecar["args"])
-    assert sidecar["readinessProbe"]["httpGet"]["host"] == "127.0.0.1"
-    config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
-    assert config["extenders"][0]["urlPrefix"] == "https://127.0.0.1:8889"
+    assert {"--address=$(POD_IP)", "--port=8889", "--metrics-address=$(POD_IP)"} <= set(sidecar["args"])
+    assert "host" not in sidecar["readinessProbe"]["httpGet"]
+    config_map = objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"]
+    assert yaml.safe_load(config_map)["extenders"][0]["urlPrefix"] == "https://@POD_IP@:8889"
+    (init,) = scheduler["initContainers"]
+    assert {"name": "config", "mountPath": "/etc/toposched", "readOnly": True} in scheduler["containers"][0][
+        "volumeMounts"
+    ]
+    volumes = {v["name"]: v for v in scheduler["volumes"]}
+    assert volumes["config-template"]["configMap"]["name"] == "t-toposched-scheduler"
+    assert "emptyDir" in volumes["config"]
+    for pod_ip, url in (("10.1.2.3", "https://10.1.2.3:8889"), ("fd00::7", "https://[fd00::7]:8889")):
+        assert yaml.safe_load(completed(init, config_map, pod_ip))["extenders"][0]["urlPrefix"] == url
 
     # Without the sidecar: the one kube-scheduler runs on schedhook's node and calls it on loopback.
     objects = rendered("-f", local, "--set", "scheduler.extenderSidecar=false")
     scheduler = objects["Deployment", "t-toposched-scheduler"]["spec"]["template"]["spec"]
+    assert "initContainers" not in scheduler
+    (schedhook,) = objects["Deployment", "t-toposched-schedhook"]["spec"]["template"]["spec"]["containers"]
+    assert "--address=127.0.0.1" in schedhook["args"]
+    assert schedhook["readinessProbe"]["httpGet"]["host"] == "127.0.0.1"
     (term,) = scheduler["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "schedhook"

@@ -1,8 +1,9 @@
-"""The chart installed for real, as the README says: on two real kubelet nodes,
+"""The chart installed for real, as the README says (testkit.chart): on two real kubelet nodes,
 hack/install-chart-local.sh imports the images `make images` built and runs `helm upgrade
 --install` of charts/toposched with hack/chart-local-cluster.yaml. Every
 component then runs as containers on those nodes: the exporter DaemonSet, the operator, schedhook
-(webhooks and extender, TLS) and the second kube-scheduler from the locally built image.
+(the webhooks, two replicas) and the second kube-scheduler from the locally built image (two
+replicas, each with the extender beside it, TLS).
 
 Through the release only: the exporter's NRTs agree with the kubelets; a Guaranteed toposched pod
 lands where its kubelet admits it (a fragmented node is avoided); an AppGroup's pods, created in
@@ -13,8 +14,6 @@ user's objects.
 
 import asyncio
 import json
-import os
-import subprocess
 import time
 import urllib.request
 import uuid
@@ -27,11 +26,10 @@ import pytest
 from kubernetes_asyncio import client
 
 from testkit.builders import appgroup_body, member_labels
-from testkit.cluster import skip_or_fail, wait_default_service_account, wait_for
-from testkit.paths import REPO
-from testkit.realnode import RealNode, Topology, add_node, leftovers, remove_node, scheduled_pod, workload_pod
+from testkit.chart import Release, on_new_nodes, run, tool
+from testkit.cluster import wait_default_service_account, wait_for
+from testkit.realnode import Topology, scheduled_pod, workload_pod
 from testkit.realnode.exporter import nrt_differences
-from toposched import __version__
 from toposched.apis.appgroup import AppGroup
 from toposched.apis.constants import NUMA_ZONES_ANNOTATION, ORDER_GATE
 
@@ -40,112 +38,19 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds", "real_nodes")
 REJECTIONS = ("TopologyAffinityError", "UnexpectedAdmissionError")
 
 
-def versions() -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines() if "=" in line)
-    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
-
-
-def image_archives() -> list[Path]:
-    """The archives of `make images` (.images/ or $IMAGES_DIR), or skip (fail under CI)."""
-    out = Path(os.environ.get("IMAGES_DIR") or REPO / ".images")
-    kubernetes = versions()["KUBERNETES_VERSION"]
-    wanted = [
-        out / f"toposched-operator-{__version__}.tar",
-        out / f"toposched-exporter-{__version__}.tar",
-        out / f"toposched-kube-scheduler-{kubernetes}.tar",
-    ]
-    missing = [p.name for p in wanted if not p.is_file()]
-    if missing:
-        skip_or_fail(f"the chart on real nodes needs the images ({', '.join(missing)}): run `make images` as root")
-    return wanted
-
-
-def tool(name: str) -> str:
-    bin_dir = subprocess.run(
-        [str(REPO / "hack" / "build-binaries.sh"), "--print"], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return os.path.join(bin_dir, name)
-
-
-def run(*args: str, kubeconfig: Path) -> str:
-    done = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
-    assert done.returncode == 0, f"{' '.join(args)}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-class Release:
-    def __init__(self, kubeconfig: Path, nodes: list[RealNode]) -> None:
-        self.kubeconfig, self.nodes = kubeconfig, nodes
-        self.name, self.namespace = "toposched", f"toposched-system-{uuid.uuid4().hex[:6]}"
-
-    def install(self, *helm_args: str) -> str:
-        """As the README says: hack/install-chart-local.sh (images into the real nodes, then
-        helm upgrade --install with hack/chart-local-cluster.yaml)."""
-        script = str(REPO / "hack" / "install-chart-local.sh")
-        return run(script, "-n", self.namespace, self.name, "--", *helm_args, kubeconfig=self.kubeconfig)
-
-    def helm(self, verb: str, *more: str) -> str:
-        return run(tool("helm"), verb, self.name, "-n", self.namespace, *more, kubeconfig=self.kubeconfig)
-
-    def clean_up(self) -> None:
-        """Uninstall (if the test did not get that far) and delete the release's namespace."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        uninstall = [tool("helm"), "uninstall", self.name, "-n", self.namespace, "--wait", "--timeout", "60s"]
-        subprocess.run(uninstall, env=env, capture_output=True)
-        delete = [tool("kubectl"), "delete", "namespace", self.namespace, "--wait=false", "--ignore-not-found"]
-        subprocess.run(delete, env=env, capture_output=True)
-
-    def debug(self, *namespaces: str) -> str:
-        """What to look at when something fails: the pods and events of the release (and of
-        ``namespaces``), its nodes' kubelet logs and its containers' logs."""
-        out = ""
-        for namespace in (self.namespace, *namespaces):
-            out += run(tool("kubectl"), "get", "pods,events", "-n", namespace, "-o", "wide",
-                       kubeconfig=self.kubeconfig)  # fmt: skip
-        for node in self.nodes:
-            out += f"\n--- {node.name} kubelet ---\n{node.log_tail('kubelet', 25)}"
-            for log in sorted(node.layout.pod_logs.glob(f"{self.namespace}_*/*/*.log")):
-                out += f"\n--- {log.parent.parent.name}/{log.parent.name} ---\n" + log.read_text()[-1500:]
-        return out
-
-
 @pytest.fixture
 async def release(kubeconfig: Path) -> AsyncIterator[Release]:
-    image_archives()
     tag = uuid.uuid4().hex[:6]
-    topology = Topology.uniform(2, 4, "4Gi")
-    nodes = list(
-        await asyncio.gather(
-            asyncio.to_thread(add_node, f"chart-a-{tag}", topology),
-            asyncio.to_thread(add_node, f"chart-b-{tag}", topology),
-        )
-    )
-    installed = Release(kubeconfig, nodes)
-    try:
-        yield installed
-    finally:
-        await asyncio.to_thread(installed.clean_up)
-        for node in nodes:
-            await asyncio.to_thread(remove_node, node.name)
-            assert leftovers(node.name) == []
+    async with on_new_nodes(kubeconfig, [f"chart-a-{tag}", f"chart-b-{tag}"], Topology.uniform(2, 4, "4Gi")) as release:
+        yield release
 
 
 async def pods_ready(api: client.ApiClient, release: Release, within: float) -> list[Any]:
     """Every pod of the release Ready: 2 exporters, the operator, 2 of schedhook (the webhooks) and
     2 of kube-scheduler (each with its extender beside it), one of each on each node."""
-    core = client.CoreV1Api(api)
-
-    async def ready() -> list[Any] | None:
-        pods = (await core.list_namespaced_pod(release.namespace)).items
-        by = [p.metadata.labels.get("app.kubernetes.io/component") for p in pods]
-        complete = sorted(by) == ["exporter", "exporter", "operator", *["schedhook"] * 2, *["scheduler"] * 2]
-        return pods if complete and all(_ready(p) for p in pods) else None
-
-    return await wait_for(ready, within=within, what="every pod of the release Ready")
-
-
-def _ready(pod: Any) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+    return await release.pods_ready(
+        api, [*["exporter"] * 2, "operator", *["schedhook"] * 2, *["scheduler"] * 2], within
+    )
 
 
 def metrics(url: str) -> str:

@@ -95,7 +95,8 @@ def test_more_than_8_numa_nodes_need_the_option() -> None:
 
 
 def test_runc_wrapper_projects_cpusets(tmp_path: Path) -> None:
-    """create bundles and update resources reach the real runc with real CPUs and memory nodes."""
+    """create bundles and update resources reach the real runc with real CPUs and memory nodes; a
+    host-network container gets a UTS namespace of its own, named after the node."""
     seen = tmp_path / "seen.json"
     fake_runc = tmp_path / "runc"
     fake_runc.write_text(
@@ -107,20 +108,27 @@ def test_runc_wrapper_projects_cpusets(tmp_path: Path) -> None:
     wrapper = tmp_path / "wrapper"
     wrapper.write_text(
         f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(module)!r})\nfrom runc_wrapper import main\n"
-        f"sys.exit(main(sys.argv, real_runc={str(fake_runc)!r}, cpus=[0, 1], mems=[0], log=None))\n"
+        f"sys.exit(main(sys.argv, real_runc={str(fake_runc)!r}, cpus=[0, 1], mems=[0], log=None, hostname='n-a'))\n"
     )
     wrapper.chmod(0o755)
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "config.json").write_text(json.dumps({"linux": {"resources": {"cpu": {"cpus": "4-5", "mems": "1"}}}}))
     subprocess.run([str(wrapper), "--root", "/r", "create", "--bundle", str(bundle), "c1"], check=True)
-    assert json.loads((bundle / "config.json").read_text())["linux"]["resources"]["cpu"] == {"cpus": "0-1", "mems": "0"}
+    created = json.loads((bundle / "config.json").read_text())
+    assert created["linux"]["resources"]["cpu"] == {"cpus": "0-1", "mems": "0"}
+    assert (created["linux"]["namespaces"], created["hostname"]) == ([{"type": "uts"}], "n-a")
     assert json.loads(seen.read_text())["args"] == ["--root", "/r", "create", "--bundle", str(bundle), "c1"]
     resources = json.dumps({"cpu": {"cpus": "3,7", "shares": 2048}})
     subprocess.run([str(wrapper), "update", "--resources", "-", "c1"], input=resources, text=True, check=True)
     forwarded = json.loads(seen.read_text())
     assert forwarded["args"] == ["update", "--resources", "-", "c1"]
     assert json.loads(forwarded["stdin"]) == {"cpu": {"cpus": "1", "shares": 2048}}
+    # A pod network's container keeps its sandbox's namespaces.
+    pod_network = {"linux": {"namespaces": [{"type": "network", "path": "/proc/1/ns/net"}]}}
+    (bundle / "config.json").write_text(json.dumps(pod_network))
+    subprocess.run([str(wrapper), "create", "--bundle", str(bundle), "c2"], check=True)
+    assert json.loads((bundle / "config.json").read_text()) == pod_network
 
 
 def test_images_are_deterministic_docker_archives() -> None:

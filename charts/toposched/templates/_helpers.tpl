@@ -101,6 +101,11 @@ spec:
 {{/* schedhook's extender as a container of each kube-scheduler replica, reached over the pod's loopback:
      kube-scheduler's own leader election decides which extender is called, and the extender acts only
      while its scheduler holds the Lease (read from the apiserver). It keeps its store warm meanwhile. */}}
+{{/* Is schedhook's extender a sidecar of each kube-scheduler replica? */}}
+{{- define "toposched.sidecar" -}}
+{{- if and .Values.scheduler.enabled .Values.scheduler.extenderSidecar .Values.schedhook.enabled }}true{{ end }}
+{{- end -}}
+
 {{- define "toposched.extenderSidecar" -}}
 - name: extender
   image: {{ include "toposched.image" (dict "root" . "which" "operator") }}
@@ -115,8 +120,9 @@ spec:
   args:
     - schedhook
     {{- if .Values.hostNetwork.enabled }}
-    # Only for the kube-scheduler beside it (the host's loopback); metrics at the node's address.
-    - --address=127.0.0.1
+    # At the node's address: the host's loopback may be shared by several nodes (kubelets on one
+    # machine, as the project's local cluster), whose sidecars would clash there.
+    - --address=$(POD_IP)
     - --metrics-address=$(POD_IP)
     {{- end }}
     - --port={{ .Values.scheduler.extenderPort }}
@@ -137,9 +143,6 @@ spec:
       path: {{ ternary "/healthz" "/readyz" (eq $probe "livenessProbe") }}
       port: {{ $.Values.scheduler.extenderPort }}
       scheme: HTTPS
-      {{- if $.Values.hostNetwork.enabled }}
-      host: 127.0.0.1
-      {{- end }}
     periodSeconds: {{ $period }}
   {{- end }}
   resources: {{- toYaml .Values.schedhook.resources | nindent 4 }}

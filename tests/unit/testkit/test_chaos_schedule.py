@@ -1,6 +1,8 @@
 """The fault run's schedule: every kind once before any twice, the same from the same seed."""
 
-from testkit.chaos.schedule import KINDS, ON_ANY_NODE, ON_REAL_NODE, schedule
+import pytest
+
+from testkit.chaos.schedule import KINDS, KUBELET_RESTART, ON_ANY_NODE, ON_REAL_NODE, fault_count, schedule
 
 REAL, KWOK = ["r0", "r1"], ["k0", "k1", "k2"]
 
@@ -25,3 +27,15 @@ def test_fewer_faults_than_kinds() -> None:
     faults = schedule(1, 3, REAL, KWOK)
     assert len(faults) == 3
     assert len({f.kind for f in faults}) == 3
+
+
+def test_the_short_run_of_seed_11_has_the_faults_of_the_long_one() -> None:
+    """tests/integration/test_chaos.py (2 minutes, gaps of 2-4 s) hits what `hack/chaos.sh --minutes 20
+    --seed 11` hit, in the same order, each gap a tenth: the kubelet restart on chaos-r0 that once
+    cost a pod (a TopologyAffinityError a second after it) comes fourth."""
+    real, kwok = [f"chaos-r{i}" for i in range(3)], [f"chaos-k{i}" for i in range(4)]
+    long = schedule(11, fault_count(20 * 60, (20.0, 40.0)), real, kwok, (20.0, 40.0))
+    short = schedule(11, fault_count(2 * 60, (2.0, 4.0)), real, kwok, (2.0, 4.0))
+    assert [(f.kind, f.target) for f in short] == [(f.kind, f.target) for f in long]
+    assert [f.gap for f in short] == pytest.approx([f.gap / 10 for f in long], abs=0.06)  # both rounded
+    assert (long[3].kind, long[3].target) == (KUBELET_RESTART, "chaos-r0")

@@ -12,12 +12,19 @@ can take the Lease over only ``leaseDurationSeconds`` after it saw the last rene
 stops acting well before: ``duration - 2 * poll - margin`` after it first saw that renewal (it may
 have seen it up to a poll late, and a bind takes a moment). A replica that cannot read the Lease
 (the apiserver away, a partition) sees no renewal and so stops acting too.
+
+A call that finds this replica standing by reads the Lease again at once (at most every
+``REREAD`` seconds): its kube-scheduler calls only once it leads, so it may have taken the Lease
+since the last poll. A new leader's extender so acts from its first call, not up to a poll later
+(each refused pod would wait out kube-scheduler's backoff). The rule is the same; only the record
+is newer.
 """
 
+import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +45,8 @@ POLL = 1.0
 """Seconds between reads of the Lease."""
 MARGIN = 2.0
 """Seconds kept in hand for a bind under way and a slow read."""
+REREAD = 0.1
+"""Seconds between two reads of the Lease that refused calls ask for."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +85,33 @@ class Acting:
         self._record: LeaseRecord | None = None
         self._since = 0.0
         """When this process first saw the current record (its own monotonic clock)."""
+        self._read_at = -REREAD
+        self._read: Callable[[], Awaitable[None]] | None = None
+        self._reading = asyncio.Lock()
 
     def observed(self, lease: dict[str, Any]) -> None:
         """The Lease as the apiserver just gave it."""
         record = record_of(lease)
+        self._read_at = self.now()
         if record != self._record:
             self._record, self._since = record, self.now()
+
+    def reads_with(self, read: Callable[[], Awaitable[None]]) -> None:
+        """How to read the Lease into this object (``reread`` uses it)."""
+        self._read = read
+
+    async def reread(self) -> None:
+        """Read the Lease again now, unless it was read less than ``REREAD`` seconds ago (callers
+        at the same moment share one read). A failed read changes nothing: the poll says it."""
+        if self._read is None:
+            return
+        async with self._reading:
+            if self.now() - self._read_at < REREAD:
+                return
+            try:
+                await self._read()
+            except Exception as exc:  # the apiserver away: this replica keeps refusing
+                logger.debug("reading the scheduler's Lease again failed: %s", exc)
 
     def why_not(self) -> str:
         """Why this replica must not act now; "" when it may."""
@@ -109,18 +139,22 @@ async def follow_lease(api: rest.Kube, namespace: str, name: str, acting: Acting
     async def read() -> None:
         acting.observed(await api.get(path))
 
+    acting.reads_with(read)
     await every(acting.poll, Outage(logger, f"reading the scheduler's Lease {namespace}/{name}"), read)
 
 
 def acting_only(acting: Acting) -> Middleware:
-    """aiohttp middleware: the extender's verbs answer 503 with why while this replica must not act
-    (kube-scheduler then retries the pod); the probes always answer."""
+    """aiohttp middleware: the extender's verbs answer 503 with why while this replica must not act,
+    as read again at the call (kube-scheduler then retries the pod); the probes always answer."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in OPEN_PATHS:
             return await handler(request)
         why = acting.why_not()
+        if why:
+            await acting.reread()
+            why = acting.why_not()
         if why:
             return web.json_response({"Error": f"toposched: {why}"}, status=503)
         return await handler(request)

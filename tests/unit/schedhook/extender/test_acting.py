@@ -1,6 +1,7 @@
 """Only the replica whose kube-scheduler holds the Lease acts, as the apiserver says: a standby, one
 that has not read the Lease, or one that has seen no renewal for too long refuses the verbs."""
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -130,3 +131,34 @@ async def test_a_standby_refuses_the_verbs_but_answers_the_probes(guarded: tuple
         acting.observed(lease(f"{ME}_1", "1"))
         async with session.post(f"{url}/bind", json={}) as r:
             assert r.status == 200
+
+
+async def test_a_refused_call_reads_the_lease_again(guarded: tuple[Acting, str]) -> None:
+    """Its kube-scheduler took the Lease since the last poll: the first call reads it again and is
+    answered; calls at the same moment share one read, and a failed read keeps refusing."""
+    acting, url = guarded
+    reads: list[str] = []
+    holder = "toposched-scheduler-other_1"
+
+    async def read() -> None:
+        reads.append(holder)
+        if holder == "away":
+            raise OSError("the apiserver is away")
+        acting.observed(lease(holder, str(len(reads))))
+
+    acting.reads_with(read)
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/bind", json={}) as r:
+            assert r.status == 503
+            assert "is a standby" in (await r.json())["Error"]
+        holder = f"{ME}_2"
+        await asyncio.sleep(0.15)  # REREAD after the last read
+        answers = await asyncio.gather(*(session.post(f"{url}/bind", json={}) for _ in range(5)))
+        assert [a.status for a in answers] == [200] * 5
+        assert reads == ["toposched-scheduler-other_1", f"{ME}_2"]
+
+    stranger = Acting(ME)
+    stranger.reads_with(read)
+    holder = "away"
+    await stranger.reread()
+    assert "has not read its kube-scheduler's Lease yet" in stranger.why_not()

@@ -31,8 +31,9 @@ from toposched.schedhook.placement.drapin import (
     POD_CLAIM_ANNOTATION,
     choose,
     decision_patch,
-    numa_expression,
     owner_pod,
+    pin_selector,
+    selector_targets,
     wants_pin,
 )
 from toposched.schedhook.placement.nodefit import selects
@@ -142,9 +143,6 @@ def _pinned(claim: Mapping[str, Any], namespace: str, k: int) -> dict[str, Any]:
     meta = pinned.setdefault("metadata", {})
     meta.setdefault("namespace", namespace)
     meta.setdefault("name", f"{meta.get('generateName', 'claim-')}pinned")
-    selector = {"cel": {"expression": numa_expression(k)}}
-    for request in ((pinned.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        for target in (request.get("exactly"), *(request.get("firstAvailable") or ())):
-            if isinstance(target, dict):
-                target["selectors"] = [*(target.get("selectors") or ()), selector]
+    for _, target in selector_targets(pinned):
+        target["selectors"] = [*(target.get("selectors") or ()), pin_selector(k)]
     return pinned

@@ -51,11 +51,10 @@ def wants_pin(pod: Mapping[str, Any], default: bool) -> bool:
     return default if value not in ("true", "false") else value == "true"
 
 
-def pin_patch(claim: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
-    """JSON patch operations adding the NUMA-``k`` selector to every request of the claim (each
-    alternative of a firstAvailable list too) and recording ``k`` in its annotations."""
-    selector = {"cel": {"expression": numa_expression(k)}}
-    ops: list[dict[str, Any]] = []
+def selector_targets(claim: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Where a claim's devices are selected: each request's ``exactly`` and each alternative of its
+    ``firstAvailable`` list, with its JSON pointer (the objects themselves, not copies)."""
+    found: list[tuple[str, dict[str, Any]]] = []
     requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
     for i, request in enumerate(requests):
         if not isinstance(request, dict):
@@ -65,13 +64,24 @@ def pin_patch(claim: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
             (f"/spec/devices/requests/{i}/firstAvailable/{j}", sub)
             for j, sub in enumerate(request.get("firstAvailable") or ())
         ]
-        for path, target in targets:
-            if not isinstance(target, dict):
-                continue
-            if target.get("selectors"):
-                ops.append({"op": "add", "path": f"{path}/selectors/-", "value": selector})
-            else:
-                ops.append({"op": "add", "path": f"{path}/selectors", "value": [selector]})
+        found += [(path, target) for path, target in targets if isinstance(target, dict)]
+    return found
+
+
+def pin_selector(k: int) -> dict[str, Any]:
+    return {"cel": {"expression": numa_expression(k)}}
+
+
+def pin_patch(claim: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
+    """JSON patch operations adding the NUMA-``k`` selector to every request of the claim (each
+    alternative of a firstAvailable list too) and recording ``k`` in its annotations."""
+    selector = pin_selector(k)
+    ops = [
+        {"op": "add", "path": f"{path}/selectors/-", "value": selector}
+        if target.get("selectors")
+        else {"op": "add", "path": f"{path}/selectors", "value": [selector]}
+        for path, target in selector_targets(claim)
+    ]
     return [*ops, *_annotate(claim, str(k))] if ops else []
 
 

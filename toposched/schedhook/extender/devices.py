@@ -135,6 +135,8 @@ class Devices:
         asked = self._remember(uid, Asked(namespace, refs, annotation))
         fitting = np.flatnonzero(results.fit).tolist()
         found = await self.predictor.predict(namespace, refs, [results.names[i] for i in fitting])
+        if found.unknown:  # the nodes pass: said here, in the verdicts metric and by explain
+            logger.info("pod %s/%s: DRA devices unknown on every node: %s", namespace, meta.get("name"), found.unknown)
         asked.pins, asked.nrts = pins_cpus(results.pod), nrts
         modes = {policy: mode_of(annotation, self.default_mode, policy) for policy in (*POLICIES, "")}
         unknown = DeviceVerdict(UNKNOWN, -1, found.failure())

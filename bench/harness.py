@@ -189,10 +189,12 @@ class Harness:
         self, extra: Sequence[str] = (), profile: str = "toposched", ready_within: float = 60
     ) -> int:
         """The extender (ready once its cache synced), then kube-scheduler with the shipped profile
-        (renamed to ``profile``, so variants can run side by side). Its DRA allocator is the pinned
+        (renamed to ``profile``, so variants can run side by side), calling the extender as the chart's
+        sidecar is called: plain HTTP on loopback. Its DRA allocator is the pinned
         helper, as the image ships it. Returns the extender's metrics port."""
-        port, metrics = free_port(), free_port()
+        port, metrics, loopback = free_port(), free_port(), free_port()
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
+        args += ["--loopback-port", str(loopback)]  # called as the chart's sidecar is: plain HTTP on loopback
         args += ["--metrics-port", str(metrics), "--no-remediation", *schedhook_tls_args(self.pki)]
         args += ["--dra-allocator", f"{self.bin}/toposched-dra-allocate", *extra]
         self._start(args, f"extender-{profile}.log")
@@ -201,7 +203,7 @@ class Harness:
             if time.monotonic() > deadline:
                 raise SetupError(f"the extender did not become ready; see {self.work / f'extender-{profile}.log'}")
             await asyncio.sleep(0.2)
-        conf = scheduler_config(self.kubeconfig, port, self.pki)
+        conf = scheduler_config(self.kubeconfig, loopback, self.pki, loopback=True)
         conf = conf.replace("schedulerName: toposched", f"schedulerName: {profile}")
         path = self.work / f"{profile}.yaml"
         path.write_text(conf)

@@ -32,14 +32,21 @@ def schedhook_tls_args(pki: ExtenderPKI) -> list[str]:
 
 
 def scheduler_config(
-    kubeconfig: Path, port: int, pki: ExtenderPKI, leader_elect: bool = False, lease_namespace: str = "kube-system"
+    kubeconfig: Path,
+    port: int,
+    pki: ExtenderPKI,
+    leader_elect: bool = False,
+    lease_namespace: str = "kube-system",
+    loopback: bool = False,
 ) -> str:
-    """The chart's kube-scheduler configuration for an extender on 127.0.0.1:``port``."""
+    """The chart's kube-scheduler configuration for an extender on 127.0.0.1:``port``: over HTTPS,
+    or (``loopback``: the port is the extender's --loopback-port) plain HTTP, as the sidecar is called."""
     return Template(SCHEDULER_CONFIG.read_text()).substitute(
         KUBECONFIG=kubeconfig,
         LEADER_ELECT=str(leader_elect).lower(),
         LEASE_NAMESPACE=lease_namespace,
-        EXTENDER_URL=f"https://127.0.0.1:{port}",
+        EXTENDER_URL=f"{'http' if loopback else 'https'}://127.0.0.1:{port}",
+        EXTENDER_HTTPS=str(not loopback).lower(),
         EXTENDER_CLIENT_CERT=pki.scheduler.cert,
         EXTENDER_CLIENT_KEY=pki.scheduler.key,
         EXTENDER_CA=pki.ca,

@@ -55,6 +55,9 @@ class SchedulerStack:
     extender_args: Sequence[str] = ()
     profile: str = "toposched"
     port: int = field(default_factory=_free_port)
+    """The extender's HTTPS port (the tests' own calls)."""
+    loopback_port: int = field(default_factory=_free_port)
+    """Where kube-scheduler calls it: plain HTTP on loopback, as the chart's sidecar is called."""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     pki: ExtenderPKI | None = None
 
@@ -73,7 +76,7 @@ class SchedulerStack:
         self.work.mkdir(parents=True, exist_ok=True)
         pki = self.pki = extender_pki(self.work / "pki")
         args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(self.port)]
-        args += ["--metrics-port", "0", *schedhook_tls_args(pki)]
+        args += ["--loopback-port", str(self.loopback_port), "--metrics-port", "0", *schedhook_tls_args(pki)]
         extender = self._start("extender", [*args, *self.extender_args])
         deadline = time.monotonic() + timeout
         while not ready(self.port, pki):
@@ -81,7 +84,7 @@ class SchedulerStack:
                 self.stop()
                 raise StackError(f"the extender did not become ready:\n{_tail(self.log('extender'))}")
             time.sleep(0.2)
-        config = scheduler_config(self.kubeconfig, self.port, pki)
+        config = scheduler_config(self.kubeconfig, self.loopback_port, pki, loopback=True)
         path = self.work / f"{self.profile}.yaml"
         path.write_text(config.replace("schedulerName: toposched", f"schedulerName: {self.profile}"))
         command = [str(bin_dir() / "kube-scheduler"), f"--config={path}", "--secure-port=0", "-v=2"]

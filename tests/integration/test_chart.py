@@ -150,7 +150,7 @@ def test_only_the_scheduler_reaches_the_extender(tmp_path: Path) -> None:
 
 def test_the_extender_beside_each_scheduler() -> None:
     """The default: 2 kube-scheduler replicas spread over nodes, each with schedhook's extender as a
-    sidecar called over loopback that acts only while its scheduler holds the Lease, with schedhook's
+    sidecar called over the pod's loopback that acts only while its scheduler holds the Lease, with schedhook's
     rights; 2 webhook replicas spread over nodes; a PodDisruptionBudget for each."""
     objects = rendered()
     scheduler = objects["Deployment", "t-toposched-scheduler"]
@@ -165,8 +165,9 @@ def test_the_extender_beside_each_scheduler() -> None:
     assert volume["secret"]["secretName"] == "t-toposched-schedhook-tls"
     config = yaml.safe_load(objects["ConfigMap", "t-toposched-scheduler"]["data"]["config.yaml"])
     (called,) = config["extenders"]
-    assert called["urlPrefix"] == "https://127.0.0.1:8889"
-    assert called["tlsConfig"]["serverName"] == "t-toposched-schedhook.ns.svc"
+    # Over the pod's loopback, plain HTTP: only the pod's containers reach it (no handshake per call).
+    assert (called["urlPrefix"], called["enableHTTPS"]) == ("http://127.0.0.1:8890", False)
+    assert "--loopback-port=8890" in extender["args"]
     binding = objects["ClusterRoleBinding", "t-toposched-scheduler-schedhook"]
     assert binding["roleRef"]["name"] == "t-toposched-schedhook"
     assert binding["subjects"][0]["name"] == pod["serviceAccountName"]

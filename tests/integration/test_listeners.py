@@ -42,6 +42,14 @@ def schedhook(pki: ExtenderPKI, *address: str) -> Command:
     return args, {}, {("127.0.0.1", port), ("127.0.0.1", webhook), ("127.0.0.1", metrics)}
 
 
+def schedhook_loopback(pki: ExtenderPKI) -> Command:
+    """The sidecar's plain listener is on loopback only, even with the extender on every interface."""
+    port, loopback, metrics = free_port(), free_port(), free_port()
+    args = ["schedhook", "--address", "0.0.0.0", "--port", str(port), "--loopback-port", str(loopback)]
+    args += ["--metrics-port", str(metrics), "--metrics-address", "127.0.0.1", *schedhook_tls_args(pki)]
+    return args, {}, {("0.0.0.0", port), ("127.0.0.1", loopback), ("127.0.0.1", metrics)}
+
+
 def schedhook_metrics_told(pki: ExtenderPKI) -> Command:
     port, metrics = free_port(), free_port()
     args = ["schedhook", "--port", str(port), "--metrics-port", str(metrics), "--metrics-address", "127.0.0.2"]
@@ -78,6 +86,7 @@ def exporter(pki: ExtenderPKI, *address: str) -> Command:
         pytest.param(lambda pki: schedhook(pki, "--address", "127.0.0.1"), id="schedhook-address-covers-metrics"),
         pytest.param(schedhook, id="schedhook-default-outside-a-pod"),
         pytest.param(schedhook_metrics_told, id="schedhook-metrics-address"),
+        pytest.param(schedhook_loopback, id="schedhook-loopback-port-on-loopback-only"),
         pytest.param(schedhook_webhooks_told, id="schedhook-webhook-address"),
         pytest.param(operator, id="operator-default-outside-a-pod"),
         pytest.param(exporter, id="exporter-default"),

@@ -44,6 +44,8 @@ async def _serve(settings: SchedhookSettings) -> None:
         tasks = [] if settings.no_controllers else _controllers(settings, api, store)
         acting = _acting(settings, api, tasks)
         runners = [await _extender_listener(settings, coordinator, acting)]
+        if settings.loopback_port:
+            runners.append(await _loopback_listener(settings.loopback_port, coordinator, acting))
         if settings.metrics_port:
             prometheus_client.start_http_server(settings.metrics_port, settings.metrics_address)
         hooks = await _webhooks_listener(settings, coordinator, api)
@@ -100,6 +102,29 @@ async def _extender_listener(
     tls = server_context(str(cert), str(key), str(ca))  # all three checked by run()
     await web.TCPSite(runner, settings.address, settings.port, ssl_context=tls).start()
     log.info("extender listening on %s:%d (HTTPS, clients: %s)", settings.address, settings.port, ", ".join(clients))
+    return runner
+
+
+LOOPBACK = "127.0.0.1"
+"""The plain listener's only address: inside a pod, only the pod's own containers reach it."""
+
+
+async def _loopback_listener(port: int, coordinator: "Coordinator", acting: "Acting | None") -> "web.AppRunner":
+    """The extender's calls over plain HTTP on loopback, for the kube-scheduler beside it in its pod.
+
+    kube-scheduler keeps at most two idle connections to an extender, and binds hold connections
+    for as long as the apiserver takes: under load nearly every filter and prioritize opened a
+    new TLS connection, a handshake per call. A pod's loopback needs no TLS: no other pod, and
+    no process of its node, reaches it. Never bound to another address; the acting guard applies."""
+    from aiohttp import web
+
+    from toposched.schedhook.extender.acting import acting_only
+    from toposched.schedhook.extender.server import Extender
+
+    runner = web.AppRunner(Extender(coordinator).app([acting_only(acting)] if acting else []), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, LOOPBACK, port).start()
+    log.info("extender listening on %s:%d (HTTP, loopback only: kube-scheduler in this pod)", LOOPBACK, port)
     return runner
 
 

@@ -33,6 +33,15 @@ class SchedhookSettings(Settings):
         ),
     ] = field(default_factory=default_address)
     port: Annotated[int, Setting("--port", env="TOPOSCHED_PORT", help="extender port (HTTPS)")] = 8888
+    loopback_port: Annotated[
+        int,
+        Setting(
+            "--loopback-port",
+            env="TOPOSCHED_LOOPBACK_PORT",
+            help="also serve the extender's verbs over plain HTTP on 127.0.0.1 at this port, for a kube-scheduler "
+            "in the same pod (the sidecar): no TLS handshake per call; only the pod's containers reach it. 0: off",
+        ),
+    ] = 0
     metrics_port: Annotated[
         int, Setting("--metrics-port", env="TOPOSCHED_METRICS_PORT", help="0 turns metrics off")
     ] = 9092

@@ -127,6 +127,10 @@ spec:
     {{- end }}
     - --port={{ .Values.scheduler.extenderPort }}
     - --metrics-port={{ .Values.scheduler.extenderMetricsPort }}
+    {{- if not .Values.hostNetwork.enabled }}
+    # kube-scheduler in this pod calls here (plain HTTP on the pod's loopback).
+    - --loopback-port={{ .Values.scheduler.extenderLoopbackPort }}
+    {{- end }}
     # The extender alone: the webhooks and the controllers are schedhook's Deployment's.
     - --extender-tls-cert=/tls/tls.crt
     - --extender-tls-key=/tls/tls.key

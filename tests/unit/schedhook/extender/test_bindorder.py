@@ -1,4 +1,5 @@
-"""A node's binding calls go out in the order their zones were predicted; other nodes do not wait."""
+"""A node's binding calls go out in the order their zones were predicted, except calls in a row of
+one kind (shape and zones), which go together; other nodes do not wait."""
 
 import asyncio
 
@@ -6,7 +7,8 @@ import pytest
 
 from toposched.schedhook.extender.bindorder import NodeBindOrder
 
-Call = tuple[str, str, float, bool]  # (pod, node, seconds the API call takes, whether it fails)
+Call = tuple[str, str, float, bool] | tuple[str, str, float, bool, str]
+"""(pod, node, seconds the API call takes, whether it fails[, its kind: shape and zones])."""
 
 
 async def run(calls: list[Call], wait: float = 10.0) -> list[str]:
@@ -15,8 +17,8 @@ async def run(calls: list[Call], wait: float = 10.0) -> list[str]:
     order = NodeBindOrder(wait=wait)
     started: list[str] = []
 
-    async def bind(pod: str, node: str, seconds: float, fails: bool) -> None:
-        async with order.turn(node):
+    async def bind(pod: str, node: str, seconds: float, fails: bool, kind: str | None = None) -> None:
+        async with order.turn(node, kind):
             started.append(pod)
             await asyncio.sleep(seconds)
             started.append(f"{pod}.")
@@ -54,6 +56,45 @@ async def run(calls: list[Call], wait: float = 10.0) -> list[str]:
     ],
 )
 async def test_a_nodes_calls_run_one_at_a_time_in_prediction_order(calls: list[Call], expected: list[str]) -> None:
+    assert await run(calls) == expected
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        pytest.param(
+            [("a", "n1", 0.05, False, "k1"), ("b", "n1", 0.0, False, "k1")],
+            ["a", "b", "b.", "a."],
+            id="same-kind-in-a-row-go-together",
+        ),
+        pytest.param(
+            [("a", "n1", 0.05, False, "k1"), ("b", "n1", 0.03, False, "k1"), ("c", "n1", 0.0, False, "k2")],
+            ["a", "b", "b.", "a.", "c", "c."],
+            id="another-kind-waits-for-the-whole-run",
+        ),
+        pytest.param(
+            [("a", "n1", 0.03, False, "k1"), ("b", "n1", 0.02, False, "k2"), ("c", "n1", 0.0, False, "k2")],
+            ["a", "a.", "b", "c", "c.", "b."],
+            id="a-run-waits-for-the-kind-before-it",
+        ),
+        pytest.param(
+            [("a", "n1", 0.03, False, "k1"), ("b", "n1", 0.03, False, "k2"), ("c", "n1", 0.0, False, "k1")],
+            ["a", "a.", "b", "b.", "c", "c."],
+            id="a-kind-seen-before-another-does-not-join-its-old-run",
+        ),
+        pytest.param(
+            [("a", "n1", 0.03, False), ("b", "n1", 0.0, False)],
+            ["a", "a.", "b", "b."],
+            id="no-kind-is-like-no-other",
+        ),
+        pytest.param(
+            [("a", "n1", 0.03, True, "k1"), ("b", "n1", 0.0, False, "k1"), ("c", "n1", 0.0, False, "k2")],
+            ["a", "b", "b.", "a.", "c", "c."],
+            id="a-failed-call-of-a-run-still-lets-the-next-kind-go",
+        ),
+    ],
+)
+async def test_calls_in_a_row_of_one_kind_go_together(calls: list[Call], expected: list[str]) -> None:
     assert await run(calls) == expected
 
 

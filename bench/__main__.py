@@ -154,10 +154,11 @@ class Run:
         self.sections: dict[str, dict[str, Any]] = {}
 
     def step(self, section: str, name: str, call: Callable[[], Any]) -> None:
-        """``call``'s figures as ``name`` of ``section``, with the seconds it took."""
-        self.steps(section, name, lambda: {name: call()})
+        """``call``'s figures as ``name`` of ``section``, with the seconds it took (None: it measured
+        nothing, and the section keeps its last figures)."""
+        self.steps(section, name, lambda: None if (figures := call()) is None else {name: figures})
 
-    def steps(self, section: str, name: str, call: Callable[[], dict[str, Any]]) -> None:
+    def steps(self, section: str, name: str, call: Callable[[], dict[str, Any] | None]) -> None:
         """The figures ``call`` returns by name, into ``section``; the seconds it took as ``name``'s."""
         started = time.monotonic()
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
@@ -165,6 +166,9 @@ class Run:
             figures = call()
         except (harness.SetupError, RealNodeError) as exc:  # a dead kubelet says so, with its log
             sys.exit(f"bench: {name}: {exc}")
+        if figures is None:
+            print(f"bench: {name} measured nothing; the reference keeps its {section} section", file=sys.stderr)
+            return
         entry = self.sections.setdefault(section, {"run": {**self.info, "seconds": {}}, "figures": {}})
         entry["figures"].update(figures)
         entry["run"]["seconds"][name] = round(time.monotonic() - started, 1)
@@ -199,7 +203,7 @@ def measure(kubeconfig: Path, work: Path, only: set[str], full: bool, real_nodes
         def partial(curve: dict[str, Any]) -> None:
             (RESULTS / "scale.partial.json").write_text(json.dumps(curve, indent=2))
 
-        run.step("scale", "scale", lambda: scale.run(kubeconfig, work, full, measured_so_far=partial))
+        run.step("scale", "scale", lambda: scale.measured(scale.run(kubeconfig, work, full, measured_so_far=partial)))
     return run.results()
 
 

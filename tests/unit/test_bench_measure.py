@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bench import cpu
+from bench import cpu, scale
 from bench.harness import DEFAULT_LIMITS, PLAIN, RAISED_LIMITS, ClientLimits
 from testkit.extender import SCHEDULER_CONFIG
 
@@ -117,3 +117,19 @@ def test_the_control_plane_is_charged_less_its_quietest_idle_rate_of_the_runs_on
 )
 def test_the_lowest_idle_rate_counts(rates: list[dict[str, float]], expected: dict[str, float]) -> None:
     assert cpu.lowest(*rates) == expected
+
+
+@pytest.mark.parametrize(
+    ("curve", "kept"),
+    [
+        pytest.param({"1000": {"nodes": 1000, "stopped": {"step": "nodes"}}}, False, id="stopped-before-any-run"),
+        pytest.param({"1000": {"nodes": 1000, "skipped": "no room"}}, False, id="skipped"),
+        pytest.param(
+            {"1000": {"nodes": 1000, "runs": {"raised": {}}}, "5000": {"stopped": {"step": "nodes"}}},
+            True,
+            id="one-size-ran",
+        ),
+    ],
+)
+def test_a_curve_that_ran_no_scheduler_leaves_the_reference_alone(curve: dict[str, Any], kept: bool) -> None:
+    assert (scale.measured(curve) is curve) is kept

@@ -122,8 +122,9 @@ oracle-dra: venv binaries cluster ## toposched's DRA device pick against the rea
 	$(PY) -m testkit.oracle_dra --cases $(CASES) --seed $(SEED) --out .cluster/oracle-dra-$(SEED).json \
 	  $(if $(DRA_HELPER),--helper $(DRA_HELPER)) || [ $$? -eq 1 ]
 
-bench: venv cluster ## benchmarks on the local control plane; figures in bench/results/
-	$(PY) -m bench
+# BENCH_ARGS are passed on, e.g. BENCH_ARGS="--only scale --full" (python -m bench --help).
+bench: venv cluster ## benchmarks on the local control plane; regenerates docs/benchmarks/report.md
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## remove the Python environment and the local cluster state
 	-hack/cluster.sh down

@@ -1,1 +1,2 @@
-"""Benchmarks: figures printed and written to bench/results/, never asserted in unit tests."""
+"""Benchmarks: figures written to bench/results/ and merged into docs/benchmarks/ (the reference
+report); unit tests check how they are merged, judged and reported, never the figures themselves."""

@@ -1,4 +1,5 @@
-"""The benchmark report: markdown tables per scenario and PNG plots of the distributions."""
+"""The benchmark report: markdown tables per scenario and PNG plots of the distributions, from the
+reference results (``bench.reference``), every section dated with the run it comes from."""
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -9,40 +10,15 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-LABELS = {
-    "plain": "kube-scheduler alone",
-    "toposched": "+ toposched (default: MostAllocated)",
-    "toposched-spread": "+ toposched (LeastAllocated)",
-    "toposched-balanced": "+ toposched (BalancedAllocation)",
-    "toposched-least-numa": "+ toposched (LeastNUMANodes)",
-    "toposched-strict": "+ toposched, DRA alignment strict",
-    "toposched-prefer": "+ toposched, DRA alignment prefer",
-    "toposched-off": "+ toposched, DRA alignment off",
-    "toposched-strict-pinned": "+ toposched, DRA alignment strict, claims pinned",
-    "sp-numa": "scheduler-plugins (NodeResourceTopologyMatch)",
-    "sp-network": "scheduler-plugins (TopologicalSort + NetworkOverhead)",
-}
-COLORS = {
-    "plain": "#9e9e9e",
-    "toposched": "#1f77b4",
-    "toposched-spread": "#2ca02c",
-    "toposched-balanced": "#9467bd",
-    "toposched-least-numa": "#8c564b",
-    "toposched-strict": "#1f77b4",
-    "toposched-prefer": "#17becf",
-    "toposched-off": "#bcbd22",
-    "sp-numa": "#d62728",
-    "sp-network": "#d62728",
-}
+from bench import goals, reference
+from bench.presentation import COLORS, LABELS, ranged, save
+from bench.scale_report import scale, sizes_of
+
 NUMA_SCENARIOS = {
     "fragmentation_single_numa_node": "fragmentation, single-numa-node",
     "fragmentation_restricted": "fragmentation, restricted",
     "stale_burst": "stale NRTs, bursts",
 }
-
-
-def _range(v: dict[str, float], fmt: str = "{:g}") -> str:
-    return f"{fmt.format(v['median'])} ({fmt.format(v['min'])}-{fmt.format(v['max'])})"
 
 
 def _three(sc: dict[str, Any], metric: str, fmt: str = "{:g}") -> str:
@@ -111,19 +87,7 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"- Network cost over {net['edges']} dependency edges: {net['toposched']['total_cost']['median']:.0f} "
             f"with toposched vs {net['plain']['total_cost']['median']:.0f} alone (ratio {ratio:.2f})."
         )
-    for size, sc in (results.get("scale") or {}).items():
-        tp, alone, sp = sc.get("toposched") or {}, sc.get("plain") or {}, sc.get("sp-numa")
-        if not {"throughput_ratio", "stream_p99_ms"} <= tp.keys() or "stream_p99_ms" not in alone:
-            continue  # skipped, stopped early, or a results file from before the repeated runs
-        sp = sp if sp and {"pods_per_second", "stream_p99_ms"} <= sp.keys() else None
-        lines.append(
-            f"- {size} nodes, median of {sc['repeats']} runs: {tp['pods_per_second']['median']:g} pods/s with "
-            f"toposched vs {alone['pods_per_second']['median']:g} alone (ratio {_range(tp['throughput_ratio'])})"
-            + (f", {sp['pods_per_second']['median']:g} with scheduler-plugins" if sp else "")
-            + f"; creation -> bound p99 {tp['stream_p99_ms']['median']:.0f} vs "
-            + f"{alone['stream_p99_ms']['median']:.0f} ms"
-            + (f" ({sp['stream_p99_ms']['median']:.0f} ms with scheduler-plugins)." if sp else ".")
-        )
+    lines += _scale_headline(results)
     sh = results.get("schedhook")
     if sh:
         fp = sh["filter_and_prioritize_ms"]
@@ -144,6 +108,38 @@ def headline(results: dict[str, Any]) -> list[str]:
             f"{plain['p99']:.1f} ms without (p99 {claimed['p99_added_ms']:+.1f} ms)."
         )
     return [*lines, ""]
+
+
+def _scale_headline(results: dict[str, Any]) -> list[str]:
+    lines = []
+    for size, sc in sizes_of(results).items():
+        raised, defaults = sc.get(goals.RAISED) or {}, sc.get("defaults") or {}
+        tp, alone, sp = raised.get("toposched") or {}, raised.get("plain") or {}, raised.get("sp-numa") or {}
+        if not {"throughput_ratio", "stream_p99_ms"} <= tp.keys() or "stream_p99_ms" not in alone:
+            continue  # skipped, or stopped early
+        runs = sc["client_limits"][goals.RAISED]["repeats"]
+        line = (
+            f"- {size} nodes, raised client limits, median of {runs} run(s): {tp['pods_per_second']['median']:g} "
+            f"pods/s with toposched vs {alone['pods_per_second']['median']:g} alone (ratio "
+            f"{ranged(tp['throughput_ratio'])})"
+            + (f", {sp['pods_per_second']['median']:g} with scheduler-plugins" if "pods_per_second" in sp else "")
+            + f"; creation -> bound p99 {tp['stream_p99_ms']['median']:.0f} vs "
+            + f"{alone['stream_p99_ms']['median']:.0f} ms"
+        )
+        cpu_tp, cpu_alone = tp.get("cpu_ms_per_pod") or {}, alone.get("cpu_ms_per_pod") or {}
+        if "extender" in cpu_tp and "kube-scheduler" in cpu_alone:
+            line += (
+                f"; CPU per pod: extender {cpu_tp['extender']['median']:.2f} ms vs kube-scheduler alone "
+                f"{cpu_alone['kube-scheduler']['median']:.2f} ms"
+            )
+        dtp, dalone = defaults.get("toposched") or {}, defaults.get("plain") or {}
+        if "pods_per_second" in dtp and "pods_per_second" in dalone:
+            line += (
+                f". With kube-scheduler's default limits: {dtp['pods_per_second']['median']:g} vs "
+                f"{dalone['pods_per_second']['median']:g} pods/s"
+            )
+        lines.append(line + ".")
+    return lines
 
 
 def numa(results: dict[str, Any], plots: Path) -> list[str]:
@@ -201,8 +197,8 @@ def _numa_tables(results: dict[str, Any], judged: str) -> list[str]:
         for name in sc["schedulers"]:
             r = sc[name]
             row = (
-                f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {_range(r['placed'])} "
-                f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
+                f"| {LABELS[name]} | {ranged(r['topology_affinity_errors'])} | {ranged(r['placed'])} "
+                f"| {ranged(r['pending'])} | {ranged(r['seconds'], '{:.1f}')} |"
             )
             if judged == "kubelet":
                 row += f" {r['zone_mismatches']} | {r.get('simulator_disagreements', 0)} |"
@@ -285,8 +281,8 @@ def smt(results: dict[str, Any]) -> list[str]:
         r = sc[name]
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["rejection_reasons"].items())) or "none"
         lines.append(
-            f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {reasons} | {_range(r['placed'])} "
-            f"| {_range(r['pending'])} | {_range(r['seconds'], '{:.1f}')} |"
+            f"| {LABELS[name]} | {ranged(r['topology_affinity_errors'])} | {reasons} | {ranged(r['placed'])} "
+            f"| {ranged(r['pending'])} | {ranged(r['seconds'], '{:.1f}')} |"
         )
     return [*lines, ""]
 
@@ -313,9 +309,9 @@ def devices(results: dict[str, Any], plots: Path) -> list[str]:
     for name in sc["schedulers"]:
         r = sc[name]
         lines.append(
-            f"| {LABELS[name]} | {_range(r['topology_affinity_errors'])} | {_range(r['placed'])} "
-            f"| {_range(r['pending'])} | {_range(r['devices_in_use_share'], '{:.0%}')} "
-            f"| {_range(r['stranded_devices'])} | {_range(r['seconds'], '{:.1f}')} | {r['zone_mismatches']} "
+            f"| {LABELS[name]} | {ranged(r['topology_affinity_errors'])} | {ranged(r['placed'])} "
+            f"| {ranged(r['pending'])} | {ranged(r['devices_in_use_share'], '{:.0%}')} "
+            f"| {ranged(r['stranded_devices'])} | {ranged(r['seconds'], '{:.1f}')} | {r['zone_mismatches']} "
             f"| {r['simulator_disagreements']} |"
         )
     lines += _kubelet_notes(sc)
@@ -371,9 +367,9 @@ def dra_devices(results: dict[str, Any]) -> list[str]:
 
     def cells(r: dict[str, Any]) -> list[str]:
         figures = ("placed", "misaligned_pods", "gpus_in_use", "stranded_gpus", "pending", "topology_affinity_errors")
-        shown = [_range(r[f]) for f in figures]
+        shown = [ranged(r[f]) for f in figures]
         shown[2] += f" of {r['gpus']['median']:g}"
-        return [*shown, _range(r["seconds"], "{:.1f}")]
+        return [*shown, ranged(r["seconds"], "{:.1f}")]
 
     unlisted = {n: sc[n]["gpus_unlisted"]["max"] for n in sc["schedulers"] if sc[n]["gpus_unlisted"]["max"]}
     note = [f"Admitted pods PodResources listed no GPU for (at most, per run): {unlisted}.", ""] if unlisted else []
@@ -408,12 +404,12 @@ def _footprint(fp: dict[str, Any] | None) -> list[str]:
         label = state if state == "idle" else f"loaded ({f['pods_with_exclusive_cpus']} pods on {f['nodes']} nodes)"
         node, exporter = f["node"], f["exporter"]
         cells = [
-            _range(node["rss_mib"], "{:.0f}"),
-            _range(node["pss_mib"], "{:.0f}"),
-            _range(node["cpu_millicores"], "{:.0f}"),
-            _range(exporter["rss_mib"], "{:.0f}"),
-            _range(exporter["pss_mib"], "{:.0f}"),
-            _range(exporter["cpu_millicores"], "{:.0f}"),
+            ranged(node["rss_mib"], "{:.0f}"),
+            ranged(node["pss_mib"], "{:.0f}"),
+            ranged(node["cpu_millicores"], "{:.0f}"),
+            ranged(exporter["rss_mib"], "{:.0f}"),
+            ranged(exporter["pss_mib"], "{:.0f}"),
+            ranged(exporter["cpu_millicores"], "{:.0f}"),
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     cap = fp.get("capacity")
@@ -451,8 +447,8 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
         lines[-1] += " ---: |"
     for name in names:
         r = net[name]
-        pending = _range(r["pending"]) if "pending" in r else "0"
-        row = f"| {LABELS[name]} | {_range(r['total_cost'], '{:.1f}')} | {_range(r['max_pair_cost'])} | {pending} |"
+        pending = ranged(r["pending"]) if "pending" in r else "0"
+        row = f"| {LABELS[name]} | {ranged(r['total_cost'], '{:.1f}')} | {ranged(r['max_pair_cost'])} | {pending} |"
         if optimum:
             row += f" {r['total_cost']['median'] / optimum['total_cost']:.2f} |"
         lines.append(row)
@@ -473,246 +469,10 @@ def network(results: dict[str, Any], plots: Path) -> list[str]:
         costs = sorted(optimum["pair_costs"])
         ys = [(i + 1) / len(costs) for i in range(len(costs))]
         ax.step(costs, ys, where="post", color="black", linestyle="--", label="optimum")
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("network cost between dependent pods (symlog)")
-    ax.set_ylabel("share of pod pairs at or below")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(plots / "network.png", dpi=110)
+    xlabel = "network cost between dependent pods (symlog)"
+    save(fig, ax, plots / "network.png", xlabel, "share of pod pairs at or below", "symlog", linthresh=1)
     plt.close(fig)
     return [*lines, "![CDF of the network cost per pod pair](network.png)", ""]
-
-
-def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
-    """Least-squares line through ``points`` (x, y): (slope, intercept); None below two sizes."""
-    if len({x for x, _ in points}) < 2:
-        return None
-    n = len(points)
-    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
-    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
-    return slope, my - slope * mx
-
-
-def _curve(sizes: dict[str, Any], get: Any) -> list[tuple[float, float]]:
-    """(nodes, figure) over the two-NUMA sizes where ``get`` finds the figure."""
-    out = []
-    for sc in sizes.values():
-        if sc.get("shape", "two-numa") != "two-numa":
-            continue
-        try:
-            value = get(sc)
-        except (KeyError, TypeError, IndexError):
-            continue
-        if value is not None:
-            out.append((float(sc["nodes"]), float(value)))
-    return sorted(out)
-
-
-CURVES: dict[str, tuple[str, dict[str, Any]]] = {
-    "throughput": (
-        "backlog pods/s (median)",
-        {name: (lambda sc, n=name: sc[n]["pods_per_second"]["median"]) for name in ("plain", "toposched", "sp-numa")},
-    ),
-    "stream_p99": (
-        "paced stream creation -> bound p99 (ms)",
-        {name: (lambda sc, n=name: sc[n]["stream_p99_ms"]["median"]) for name in ("plain", "toposched", "sp-numa")},
-    ),
-    "filter_p99": (
-        "extender filter + prioritize p99 over HTTPS (ms)",
-        {
-            "workload pod": lambda sc: sc["extender_http"]["filter_and_prioritize_ms"]["p99"],
-            "new shape": lambda sc: sc["extender_http"]["filter_and_prioritize_new_shape_ms"]["p99"],
-        },
-    ),
-    "rss": (
-        "RSS (MiB)",
-        {
-            "extender": lambda sc: sc["footprint"]["extender"]["rss_mib"],
-            "operator, 1,000 AppGroups": lambda sc: sc["footprint"]["operator"]["rss_mib"],
-        },
-    ),
-    "ready": (
-        "extender cold start -> Ready (s)",
-        {"extender": lambda sc: sc["footprint"]["extender"]["ready_seconds"]},
-    ),
-}
-
-
-def scale(results: dict[str, Any], plots: Path) -> list[str]:
-    sizes = {k: v for k, v in (results.get("scale") or {}).items() if isinstance(v, dict) and "nodes" in v}
-    if not sizes:
-        return []
-    lines = [
-        "## Scale",
-        "",
-        "A curve over cluster sizes on kwok nodes with static NRTs (two NUMA zones; one size with eight",
-        "zones, GPUs and NICs). Throughput from a backlog (pods created before the scheduler starts) and",
-        "creation -> bound latency of a paced stream. The schedulers take turns run after run; each",
-        "figure is the median over the runs (min-max), each ratio is a run's rate against kube-scheduler",
-        "alone's run just before it. Stalls: the stream's filters that waited for a bind that did not",
-        "come, of all its filters.",
-        "",
-        "| nodes | backlog pods | stream pods/s | runs | scheduler | pods/s | ratio to alone | stream median ms "
-        "| stream p99 ms | stalls |",
-        "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    notes = []
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    for size, sc in sizes.items():
-        if "skipped" in sc:
-            notes.append(f"- {size} nodes ({sc['shape']}): not attempted: {sc['skipped']}.")
-            continue
-        if "stopped" in sc:
-            notes.append(
-                f"- {size} nodes ({sc['shape']}): stopped at {sc['stopped']['step']}: {sc['stopped']['reason']}."
-            )
-        for name in sc.get("schedulers", []):
-            r = sc.get(name) or {}
-            if "pods_per_second" not in r:
-                continue
-            ratio = _range(r["throughput_ratio"]) if "throughput_ratio" in r else "1"
-            stream = (
-                f"| {_range(r['stream_median_ms'], '{:.0f}')} | {_range(r['stream_p99_ms'], '{:.0f}')} "
-                if "stream_p99_ms" in r
-                else "| - | - "
-            )
-            stalls = f"{sum(r['stream_stalls'])} of {sum(r['stream_filters'])}" if "stream_stalls" in r else "-"
-            lines.append(
-                f"| {size} | {sc['backlog_pods']} | {sc['stream_rate_per_second']:g} | {sc['repeats']} "
-                f"| {LABELS[name]} | {_range(r['pods_per_second'])} | {ratio} {stream}| {stalls} |"
-            )
-            if "latencies_ms" in r:
-                values = r["latencies_ms"]
-                ys = [(i + 1) / len(values) for i in range(len(values))]
-                style = "-" if size == next(iter(sizes)) else "--"
-                ax.plot(values, ys, style, color=COLORS[name], label=f"{LABELS[name]}, {size} nodes")
-    ax.set_xlabel("creation -> bound (ms), the run with the median p99")
-    ax.set_ylabel("fraction of pods")
-    ax.set_xscale("log")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(plots / "latency.png", dpi=110)
-    plt.close(fig)
-    lines += ["", *notes, "", "![creation to bound latency](latency.png)", ""]
-    lines += _scale_curves(sizes, plots)
-    lines += _scale_goals(sizes)
-    lines += ["### Footprint", "", "| process | figure |", "| --- | ---: |"]
-    for size, sc in sizes.items():
-        fp = sc.get("footprint") or {}
-        op, ex = fp.get("operator"), fp.get("extender")
-        if op:
-            lines.append(
-                f"| operator, {op['appgroups']} AppGroups ({op['with_status']} with a status after 5 min), "
-                f"{size} nodes | {op['rss_mib']} MiB RSS |"
-            )
-        if ex:
-            lines.append(
-                f"| extender, {size} nodes with NRTs | {ex['rss_mib']} MiB RSS, Ready {ex.get('ready_seconds', '?')} s "
-                "after a cold start |"
-            )
-        for verb, v in sorted(sc.get("extender_requests", {}).items()):
-            if isinstance(v, dict):
-                lines.append(
-                    f"| extender {verb} during the last backlog at {size} nodes, mean (p99 bucket) "
-                    f"| {v['mean_ms']} ms (<= {v['p99_le_ms']} ms) |"
-                )
-    return [*lines, ""]
-
-
-def _three_digits(value: float) -> str:
-    """Three significant digits without an exponent: 37,900, 27.2, 0.735."""
-    rounded = float(f"{value:.3g}")
-    return f"{rounded:,.0f}" if abs(rounded) >= 1000 else f"{rounded:g}"
-
-
-def _scale_curves(sizes: dict[str, Any], plots: Path) -> list[str]:
-    """A plot per figure against nodes (log scale), and the fitted slope of each line."""
-    found = {
-        key: (title, {label: _curve(sizes, get) for label, get in lines.items()})
-        for key, (title, lines) in CURVES.items()
-    }
-    found = {k: v for k, v in found.items() if any(len(points) for points in v[1].values())}
-    if not found:
-        return []
-    fig, axes = plt.subplots(1, len(found), figsize=(3.4 * len(found), 3.2))
-    axes = axes if len(found) > 1 else [axes]
-    grows = []
-    for ax, (title, curves) in zip(axes, found.values(), strict=True):
-        for label, points in curves.items():
-            if not points:
-                continue
-            xs, ys = [x for x, _ in points], [y for _, y in points]
-            ax.plot(xs, ys, "o-", color=COLORS.get(label), label=LABELS.get(label, label))
-            fitted = _fit(points)
-            if fitted is not None:
-                slope, intercept = fitted
-                grows.append(
-                    f"- {title}, {LABELS.get(label, label)}: {'+' if slope >= 0 else '-'}"
-                    f"{_three_digits(abs(slope) * 1000)} per 1,000 nodes "
-                    f"(fitted line: {_three_digits(intercept)} at 0 nodes; {', '.join(_three_digits(y) for y in ys)} "
-                    f"at {', '.join(f'{x:,.0f}' for x in xs)})"
-                )
-        ax.set_xscale("log")
-        ys_all = [y for points in curves.values() for _, y in points]
-        if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) > 50:  # a tail's seconds would hide its ms
-            ax.set_yscale("log")
-        ax.set_xlabel("nodes")
-        ax.set_title(title, fontsize=8)
-        ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(plots / "scale-curve.png", dpi=110)
-    plt.close(fig)
-    return [
-        "### How it grows",
-        "",
-        "Each figure against nodes (two-NUMA sizes), with a least-squares line through the sizes: its",
-        "slope is the cost per 1,000 nodes, its value at 0 nodes the fixed part.",
-        "",
-        *grows,
-        "",
-        "![figures against nodes](scale-curve.png)",
-        "",
-    ]
-
-
-def _scale_goals(sizes: dict[str, Any]) -> list[str]:
-    """The scale goals, each with its figure from this run and whether it is met."""
-    rows = []
-
-    def row(goal: str, figure: str, met: bool | None) -> None:
-        rows.append(f"| {goal} | {figure} | {'yes' if met else 'no' if met is not None else 'not measured'} |")
-
-    for size, sc in sizes.items():
-        tp, alone, sp = sc.get("toposched") or {}, sc.get("plain") or {}, sc.get("sp-numa") or {}
-        if "throughput_ratio" in tp:
-            ratio = tp["throughput_ratio"]["median"]
-            beats = "pods_per_second" not in sp or tp["pods_per_second"]["median"] >= sp["pods_per_second"]["median"]
-            sp_figure = f", {sp['pods_per_second']['median']:g} pods/s for scheduler-plugins" if sp else ""
-            row(
-                f"{size}: throughput >= 1.0 x alone and >= scheduler-plugins",
-                f"{ratio:g} x ({tp['pods_per_second']['median']:g} pods/s){sp_figure}",
-                ratio >= 1.0 and beats,
-            )
-        if "stream_p99_ms" in tp and "stream_p99_ms" in alone:
-            ratio = tp["stream_p99_ms"]["median"] / alone["stream_p99_ms"]["median"]
-            row(f"{size}: stream p99 <= 1.3 x alone", f"{ratio:.2f} x", ratio <= 1.3)
-        http = sc.get("extender_http")
-        limit = {5000: 5.0, 20_000: 10.0}.get(sc["nodes"]) if sc.get("shape", "two-numa") == "two-numa" else None
-        if http and limit:
-            p99 = http["filter_and_prioritize_new_shape_ms"]["p99"]
-            row(f"{size}: filter + prioritize p99, a new shape, <= {limit:g} ms", f"{p99:.1f} ms", p99 <= limit)
-        ready = ((sc.get("footprint") or {}).get("extender") or {}).get("ready_seconds")
-        if sc["nodes"] == 20_000 and sc.get("shape", "two-numa") == "two-numa":
-            row("20000: Ready after a cold start <= 10 s", f"{ready} s" if ready is not None else "-",
-                None if ready is None else ready <= 10)  # fmt: skip
-    rss = _fit(_curve(sizes, CURVES["rss"][1]["extender"]))
-    if rss is not None:
-        per_node = rss[0] * 1024
-        row("extender RSS <= 60 KiB per node with NRT", f"{per_node:.1f} KiB per node, {rss[1]:.0f} MiB fixed",
-            per_node <= 60)  # fmt: skip
-    if not rows:
-        return []
-    return ["### Goals", "", "| goal | measured | met |", "| --- | ---: | --- |", *rows, ""]
 
 
 def extender(results: dict[str, Any], plots: Path) -> list[str]:
@@ -790,30 +550,93 @@ def capacity(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render(results: dict[str, Any], plots: Path) -> str:
-    lines = [f"# toposched benchmarks ({results['when']}, {'full' if results.get('full') else 'quick'} run)", ""]
-    m = results["machine"]
-    lines += [
-        f"toposched {results['version']}; Kubernetes {results['versions'].get('kubernetes', '?')}, "
-        f"kwok {results['versions'].get('kwok', '?')}; {m['cpus']} CPUs, {m['memory_gib']} GiB, "
-        f"Python {m['python']}, {m['platform']}. The whole control plane runs on the same machine.",
-        "",
-        f"scheduler-plugins {results['versions'].get('scheduler_plugins', '?')} (built with the Kubernetes v1.34.7 "
-        "libraries) runs beside them; docs/benchmarks.md says how each figure is judged.",
-        "",
+SECTIONS: dict[str, Callable[[dict[str, Any], Path], list[str]]] = {
+    "numa": lambda results, plots: numa(results, plots),
+    "devices": lambda results, plots: devices(results, plots),
+    "dra": lambda results, plots: dra_devices(results),
+    "smt": lambda results, plots: smt(results),
+    "network": lambda results, plots: network(results, plots),
+    "scale": lambda results, plots: scale(results, plots),
+    "extender": lambda results, plots: extender(results, plots) + capacity(results),
+    "components": lambda results, plots: components(results) if "appgroup_sort" in results else [],
+}
+"""Each section's part of the report, in the report's order."""
+HOW = {
+    "numa": "real kubelet nodes (root, `make test-tools`) and kwok nodes",
+    "devices": "real kubelet nodes",
+    "dra": "real kubelet nodes",
+    "smt": "real kubelet nodes",
+}
+
+
+def when(run: dict[str, Any]) -> str:
+    """A run's date and kind: ``2026-11-28 14:03 UTC, quick run``."""
+    stamp = run["when"].replace("T", " ")[:16]
+    return f"{stamp} UTC, {'full' if run.get('full') else 'quick'} run"
+
+
+def runs_table(results: dict[str, Any]) -> list[str]:
+    """Which run each section comes from: the report is the latest run of every section."""
+    lines = [
+        "| section | run | toposched | Kubernetes | machine | minutes |",
+        "| --- | --- | --- | --- | --- | ---: |",
     ]
-    lines += headline(results)
-    lines += numa(results, plots)
-    lines += devices(results, plots)
-    lines += dra_devices(results)
-    lines += smt(results)
-    lines += network(results, plots)
-    lines += scale(results, plots)
-    lines += extender(results, plots)
-    lines += capacity(results)
-    if "appgroup_sort" in results:
-        lines += components(results)
+    for name in reference.SECTIONS:
+        run = reference.run_of(results, name)
+        if run is None:
+            lines.append(f"| {name} | not run yet (`python -m bench --only {name}`) | | | | |")
+            continue
+        m = run["machine"]
+        minutes = sum(run.get("seconds", {}).values()) / 60
+        lines.append(
+            f"| {name} | {when(run)} | {run['version']} | {run['versions'].get('kubernetes', '?')} "
+            f"| {m['cpus']} CPUs, {m['memory_gib']} GiB | {minutes:.0f} |"
+        )
+    return [*lines, ""]
+
+
+def dated(name: str, run: dict[str, Any] | None) -> list[str]:
+    """The line that opens a section's part: the run it comes from, or that there is none."""
+    if run is None:
+        where = f" on {HOW[name]}" if name in HOW else ""
+        return [f"*Section {name}: not run yet; `python -m bench --only {name}` measures it{where}.*", ""]
+    real = f", {run['real_nodes']} real nodes" if name in HOW and "real_nodes" in run else ""
+    return [f"*Section {name}: {when(run)}{real}.*", ""]
+
+
+def render(results: dict[str, Any], plots: Path) -> str:
+    """The report of ``results`` (the reference: sections, each with its run); plots into ``plots``."""
+    figures = reference.figures(results)
+    runs = [run for name in reference.SECTIONS if (run := reference.run_of(results, name))]
+    first = runs[0] if runs else {"versions": {}, "machine": {}}
+    lines = [
+        "# toposched benchmarks",
+        "",
+        "The latest run of each section (`make bench` runs them all, `python -m bench --only SECTION` one;",
+        "docs/benchmarks.md says how each figure is judged). The whole control plane runs on the same",
+        f"machine ({first['machine'].get('platform', '?')}, Python {first['machine'].get('python', '?')}); "
+        f"kwok {first['versions'].get('kwok', '?')}, scheduler-plugins "
+        f"{first['versions'].get('scheduler_plugins', '?')} (built with the Kubernetes v1.34.7 libraries).",
+        "",
+        *runs_table(results),
+        *headline(figures),
+        *_goals(figures),
+    ]
+    for name, part in SECTIONS.items():
+        shown = part(figures, plots)
+        lines += [*dated(name, reference.run_of(results, name)), *shown]
     return "\n".join(lines)
+
+
+def _goals(figures: dict[str, Any]) -> list[str]:
+    verdicts = goals.issue_goals(sizes_of(figures))
+    if not verdicts:
+        return []
+    return [
+        "## Goals against kube-scheduler and scheduler-plugins (scale section, raised client limits)",
+        "",
+        *goals.table(verdicts),
+    ]
 
 
 def components(results: dict[str, Any]) -> list[str]:

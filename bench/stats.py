@@ -28,3 +28,13 @@ def percentile(ordered: Sequence[float], pct: float) -> float:
         raise ValueError("no values")
     rank = max(1, min(len(ordered), round(pct / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
+
+
+def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares line through ``points`` (x, y): (slope, intercept); None below two distinct x."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return slope, my - slope * mx

@@ -27,6 +27,7 @@ from bench import (
     devices,
     dra,
     exporter,
+    flame,
     harness,
     networktopology,
     placement,
@@ -184,6 +185,7 @@ def measure(kubeconfig: Path, work: Path, only: set[str], full: bool, real_nodes
         run.step("extender", "schedhook", lambda: schedhook.run(nodes=5000, repeats=200))
         run.step("extender", "schedhook_dra", lambda: schedhook_dra.run(nodes=1000, repeats=200))
         run.step("extender", "capacity", lambda: capacity.run(nodes=5000, repeats=3))
+        run.step("extender", "flame", lambda: flame.run(kubeconfig, 1000, 1000, DOCS))
     if "components" in only:
         components(run, kubeconfig, work, full)
     if "numa" in only:  # the scenarios on real nodes (real_nodes), then the simulated ones

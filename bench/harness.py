@@ -363,8 +363,9 @@ class Harness:
 
 
 def scrape(port: int) -> dict[str, Any]:
-    """Per extender verb, and for the filters' wait for earlier binds (``bind_wait``) and the
-    answer-to-bind lag (``bind_lag``): count, mean and p99 bucket; and the counters (``_total``)
+    """Per extender verb, for the filters' wait for earlier binds (``bind_wait``), the
+    answer-to-bind lag (``bind_lag``) and a bind's steps (``bind_order``, ``bind_check``,
+    ``bind_api``): count, mean and p99 bucket; and the counters (``_total``)
     by name, such as ``bind_waits_in_vain``."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     sums: dict[str, float] = {}
@@ -381,6 +382,9 @@ def scrape(port: int) -> dict[str, Any]:
             continue
         base = metric.rsplit("_", 1)[0].removesuffix("_seconds")  # bind_wait_seconds_sum -> bind_wait
         key = name.split('verb="')[1].split('"')[0] if 'verb="' in name else base
+        if 'step="' in name:  # bind_step_seconds{step="api"} -> bind_api
+            step = name.split('step="')[1].split('"')[0]
+            key = f"{base.removesuffix('_step')}_{step}"
         if metric.endswith("_sum"):
             sums[key] = float(value)
         elif metric.endswith("_count"):

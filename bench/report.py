@@ -529,6 +529,28 @@ def extender(results: dict[str, Any], plots: Path) -> list[str]:
     return [*lines, "", "![extender latency](extender.png)", ""]
 
 
+def flames(results: dict[str, Any]) -> list[str]:
+    """Where the extender's time went in a backlog (``bench/flame.py``)."""
+    fl = results.get("flame")
+    if not fl:
+        return []
+    lines = [
+        f"## Where the extender's time goes: a {fl['pods']}-pod backlog at {fl['nodes']} kwok nodes",
+        "",
+        f"Raised client limits, the extender called as the chart's sidecar is (loopback); {fl['pods_per_second']:g}",
+        f"pods/s, py-spy sampling it at {fl.get('rate', 250)} Hz: {fl['samples']} samples, on average",
+        f"{fl['cores_busy']:g} of a core busy. Share of the samples by where they were (a sample may count twice):",
+        "",
+        "| where | share |",
+        "| --- | ---: |",
+        *(f"| {where} | {share:.1%} |" for where, share in fl["shares"].items()),
+        "",
+        *(f"- {name}: [{file}]({file})" for name, file in fl["files"].items()),
+        "",
+    ]
+    return lines
+
+
 def capacity(results: dict[str, Any]) -> list[str]:
     cap = results.get("capacity")
     if not cap or "fleet" not in cap:
@@ -557,7 +579,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any], Path], list[str]]] = {
     "smt": lambda results, plots: smt(results),
     "network": lambda results, plots: network(results, plots),
     "scale": lambda results, plots: scale(results, plots),
-    "extender": lambda results, plots: extender(results, plots) + capacity(results),
+    "extender": lambda results, plots: extender(results, plots) + flames(results) + capacity(results),
     "components": lambda results, plots: components(results) if "appgroup_sort" in results else [],
 }
 """Each section's part of the report, in the report's order."""

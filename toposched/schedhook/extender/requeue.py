@@ -69,7 +69,7 @@ class Requeue:
             WOKEN.inc()
             woken += 1
         if woken:
-            logger.info("woke %d refused pod(s) for kube-scheduler to try again: room may have freed", woken)
+            logger.debug("woke %d refused pod(s) for kube-scheduler to try again: room may have freed", woken)
         return woken
 
     def _bound(self, uid: str, pod: Refused) -> bool:

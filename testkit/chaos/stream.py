@@ -30,7 +30,7 @@ from kubernetes_asyncio import client
 
 from testkit.builders import KWOK_TOLERATION, pod_body
 from testkit.realnode import NODE_LABEL, workload_pod
-from toposched.apis.constants import NUMA_ZONES_ANNOTATION
+from toposched.apis.constants import NUMA_ZONES_ANNOTATION, REQUEUED_AT_ANNOTATION
 from toposched.kube.watch import follow
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ class Record:
     """The NUMA zones its kubelet gave it, once running (with the stream's ``zones``)."""
     rebound: str | None = None
     """Another node the watch showed it on after the first (never, unless bound twice)."""
+    woken: bool = False
+    """The extender woke it after refusing it (it carries the requeued-at annotation)."""
 
 
 @dataclass
@@ -167,6 +169,7 @@ class Stream:
         if record is None:
             return
         node = (pod.get("spec") or {}).get("nodeName")
+        record.woken = record.woken or REQUEUED_AT_ANNOTATION in (pod["metadata"].get("annotations") or {})
         if node and record.node is None:
             record.node, record.bound = node, time.monotonic()
             record.predicted = (pod["metadata"].get("annotations") or {}).get(NUMA_ZONES_ANNOTATION)
@@ -211,6 +214,7 @@ class Stream:
             "blindPasses": sorted(r.name for r in records if r.exclusive and r.node is not None and not r.predicted),
             "neverPlaced": sum(1 for r in records if r.node is None),
             "boundTwice": sorted(r.name for r in records if r.rebound),
+            "woken": sum(1 for r in records if r.woken),
             "mispredicted": [
                 {"pod": r.name, "node": r.node, "predicted": r.predicted, "kubelet": r.actual}
                 for r in records

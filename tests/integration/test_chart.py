@@ -408,7 +408,13 @@ RBAC = {
         ],
     ),
     "scheduler": (
-        [("create", "pods/binding"), ("watch", "pods"), ("create", "leases.coordination.k8s.io", "release")],
+        # patch pods: the extender beside it wakes the pods it refused once room frees
+        [
+            ("create", "pods/binding"),
+            ("watch", "pods"),
+            ("patch", "pods"),
+            ("create", "leases.coordination.k8s.io", "release"),
+        ],
         # (it may delete pods: the built-in scheduler role preempts)
         [("get", "secrets"), ("create", "configmaps"), ("patch", "noderesourcetopologies.topology.node.k8s.io")],
     ),

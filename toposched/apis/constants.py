@@ -87,6 +87,11 @@ PREFER_CLOSEST_NUMA_NODES: Final = "prefer-closest-numa-nodes"
 # Set by the extender on the pods it binds: the NUMA zones the kubelet was predicted to use,
 # e.g. ``["node-1"]``.
 NUMA_ZONES_ANNOTATION: Final = "toposched.io/numa-zones"
+# Set by the extender on a pending pod it refused, once room may have freed in its own view (an NRT,
+# a reservation, a blind node, DRA devices): kube-scheduler does not watch those, and an update of
+# the pod is what makes it try the pod again before its 5-minute retry. An RFC 3339 time; nothing
+# reads it.
+REQUEUED_AT_ANNOTATION: Final = "toposched.io/requeued-at"
 # Whether a pod's DRA devices must lie on the NUMA zones of its pinned CPUs: strict, prefer or off
 # (the cluster's default: strict on nodes under single-numa-node or restricted, prefer elsewhere).
 DRA_ALIGNMENT_ANNOTATION: Final = "toposched.io/dra-alignment"

@@ -43,6 +43,7 @@ async def _serve(settings: SchedhookSettings) -> None:
         feeding = asyncio.create_task(feed(store, api, coordinator.warm))
         tasks = [] if settings.no_controllers else _controllers(settings, api, store)
         acting = _acting(settings, api, tasks)
+        tasks.append(_waking(coordinator, api, acting))
         runners = [await _extender_listener(settings, coordinator, acting)]
         if settings.loopback_port:
             runners.append(await _loopback_listener(settings.loopback_port, coordinator, acting))
@@ -81,6 +82,15 @@ def _acting(settings: SchedhookSettings, api: "rest.Kube", tasks: list[asyncio.T
     tasks.append(asyncio.create_task(follow_lease(api, namespace or "kube-system", name, acting)))
     log.info("acting only while kube-scheduler %s holds Lease %s/%s", acting.identity, namespace or "kube-system", name)
     return acting
+
+
+def _waking(coordinator: "Coordinator", api: "rest.Kube", acting: "Acting | None") -> asyncio.Task[None]:
+    """The task that wakes the pods the filter refused once room may have freed (only while acting)."""
+    from toposched.schedhook.extender.requeue import Requeue, wake_forever
+    from toposched.schedhook.extender.roomwatch import RoomWatch
+
+    watch = RoomWatch(coordinator.view)
+    return asyncio.create_task(wake_forever(Requeue(coordinator.wakeups, watch, coordinator.view.store, api, acting)))
 
 
 async def _extender_listener(

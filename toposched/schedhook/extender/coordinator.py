@@ -4,12 +4,14 @@ roles that answer them.
 A filter waits for the binds of pods answered before it (``bindwait``), evaluates the pod on the
 cluster view (``clusterview``) and keeps the results (``filtered``) for the pod's prioritize and
 bind; a bind reserves, then posts (``binding``). Nodes turning blind and objects found unreadable
-get a Warning Event (``eventsink``).
+get a Warning Event (``eventsink``). A pod the filter left without a node is kept, to be woken
+once room may have freed (``wakeups``).
 
 kube-scheduler binds asynchronously: the next pod's filter can arrive before the previous pod's
 bind, hence the wait -- only for binds that can still come, at most ``bind_wait``.
 """
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -25,6 +27,7 @@ from toposched.schedhook.extender.eventsink import EventSink
 from toposched.schedhook.extender.filtered import FilterMemory
 from toposched.schedhook.extender.knowledge import Knowledge
 from toposched.schedhook.extender.store import ObjectStore
+from toposched.schedhook.extender.wakeups import Wakeups, refused_pod
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
 from toposched.schedhook.placement.parse import pod_uid
 from toposched.schedhook.settings import SchedhookSettings
@@ -68,6 +71,7 @@ class Coordinator:
         knowledge = Knowledge(store, self.config.nrt_grace, self.config.stale_after, turned_blind=self.events.blind)
         self.view = ClusterView(store, knowledge, self.config.weights_name, self.config.reservation_timeout)
         self.filtered = FilterMemory()
+        self.wakeups = Wakeups()
         self.bind_wait = BindWait(self.config.bind_wait)
         self.binder = Binder(self.view, self.filtered, api, self.evaluate)
         allocator = AllocatorProcess([self.config.dra_allocator] if self.config.dra_allocator else None)
@@ -86,10 +90,12 @@ class Coordinator:
         """Evaluate ``pod`` on ``names`` once the binds of pods answered before have arrived."""
         uid = pod_uid(pod)
         await self.bind_wait.earlier_binds(uid)
+        looked = time.monotonic()
         snapshot = self.view.snapshot(exclude=uid)
         results = evaluate(pod, names, snapshot, self.config.placement)
         await self.devices.align(pod, uid, results, snapshot.nrts)
         self.filtered.keep(uid, results)
+        self.wakeups.filtered(uid, refused_pod(pod, results), looked)
         self.events.rejected(self.view.take_rejected())
         if results.pod_error is None and results.fitting():
             self.bind_wait.answered(uid)
@@ -108,6 +114,7 @@ class Coordinator:
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
         """Bind the pod to ``node``, recording the NUMA zones predicted for it; "" or why it failed."""
         self.bind_wait.bound(uid)
+        self.wakeups.forget(uid)
         bind = await self.binder.reserve(namespace, name, uid, node)
         self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
         return await self.binder.post(bind, lambda: self.devices.check_bind(uid, name, node, bind.numa))

@@ -84,6 +84,8 @@ class Ledger:
         """Nodes whose NRT or pods changed since their reservations were last checked (None: all)."""
         self._stale: set[str] = set()
         """Nodes whose reservations changed since the snapshot builder last took them off the NRTs."""
+        self.released = 0
+        """Reservations ended so far (released, timed out, accounted for): room may have freed."""
 
     def reserve(self, reservation: Reservation) -> None:
         """Hold a bound pod's request (replacing an earlier one of the same pod)."""
@@ -96,6 +98,7 @@ class Ledger:
     def release(self, pod_uid: str) -> None:
         r = self.by_pod.pop(pod_uid, None)
         if r is not None:
+            self.released += 1
             self._stale.add(r.node)
             held = self.by_node[r.node]
             del held[pod_uid]

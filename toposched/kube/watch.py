@@ -4,7 +4,9 @@ parsing, cost more than anything either does with an event)."""
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -35,15 +37,31 @@ one body of tens of megabytes, parsed all at once."""
 Slim = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+@dataclass
+class ListStats:
+    """How one list went, for a start-up's breakdown."""
+
+    seconds: float = 0.0
+    """From the first request to the last page parsed (wall clock)."""
+    parse_seconds: float = 0.0
+    """Of which parsing pages (JSON, and ``slim``)."""
+    pages: int = 0
+    bytes: int = 0
+    objects: int = 0
+
+
 async def list_objects(
-    lister: Callable[..., Awaitable[Any]], slim: Slim | None = None, **params: str
+    lister: Callable[..., Awaitable[Any]], slim: Slim | None = None, stats: ListStats | None = None, **params: str
 ) -> tuple[Items, str]:
     """The items of a list, page by page, and the list's resourceVersion.
 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like); ``slim`` keeps what
-    the caller needs of each item as each page arrives. An error answer (403, 500, an expired
-    continue token, ...) raises ListError: it is never taken for an empty or partial list.
+    the caller needs of each item as each page arrives; ``stats``, when given, is filled with how
+    the list went. An error answer (403, 500, an expired continue token, ...) raises ListError:
+    it is never taken for an empty or partial list.
     """
+    stats = stats if stats is not None else ListStats()
+    began = time.perf_counter()
     items: Items = []
     token = ""
     while True:
@@ -53,16 +71,20 @@ async def list_objects(
             raw = await response.read()
         finally:
             response.release()
+        parsing = time.perf_counter()
         body = orjson.loads(raw) if raw else {}
         if not 200 <= response.status < 300 or not isinstance(body, dict) or body.get("kind") == "Status":
             message = body.get("message") if isinstance(body, dict) else None
             raise ListError(f"HTTP {response.status}: {message or raw[:200]!r}")
+        stats.pages, stats.bytes = stats.pages + 1, stats.bytes + len(raw)
         del raw
         found = body.get("items") or []
         items.extend(map(slim, found) if slim else found)
+        stats.parse_seconds += time.perf_counter() - parsing
         metadata = body.get("metadata") or {}
         token = str(metadata.get("continue") or "")
         if not token:
+            stats.objects, stats.seconds = len(items), time.perf_counter() - began
             return items, str(metadata.get("resourceVersion") or "")
 
 
@@ -115,10 +137,11 @@ async def follow(
     changed: Callable[[str, dict[str, Any]], None],
     what: str,
     slim: Slim | None = None,
+    measured: Callable[[ListStats], None] | None = None,
     **params: str,
 ) -> None:
     """``listed(items)`` once, then ``changed(type, object)`` per ADDED, MODIFIED or DELETED event;
-    with ``slim``, of what it keeps of each object.
+    with ``slim``, of what it keeps of each object; ``measured(stats)`` before each ``listed``.
 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like). A watch that times
     out goes on from the last resourceVersion seen (bookmarks keep it fresh); an expired one
@@ -133,7 +156,10 @@ async def follow(
     while True:
         try:
             if version is None:
-                items, version = await list_objects(lister, slim, **params)
+                stats = ListStats()
+                items, version = await list_objects(lister, slim, stats, **params)
+                if measured is not None:
+                    measured(stats)
                 listed(items)
                 outage.ok()
                 backoff = RETRY_FIRST

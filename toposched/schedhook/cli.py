@@ -34,13 +34,15 @@ async def _serve(settings: SchedhookSettings) -> None:
     from toposched.kube.rest import connect
     from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
     from toposched.schedhook.extender.feed import feed
+    from toposched.schedhook.extender.startup import StartUp
     from toposched.schedhook.extender.store import ObjectStore
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64) as api:
         store = ObjectStore()
         coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
-        feeding = asyncio.create_task(feed(store, api, coordinator.warm))
+        start = StartUp()
+        feeding = asyncio.create_task(feed(store, api, lambda: coordinator.warm(start), start))
         tasks = [] if settings.no_controllers else _controllers(settings, api, store)
         acting = _acting(settings, api, tasks)
         runners = [await _extender_listener(settings, coordinator, acting)]

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,7 +14,8 @@ from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.resourceslice import RESOURCE_GROUP, RESOURCE_VERSION
 from toposched.kube import rest
-from toposched.kube.watch import follow
+from toposched.kube.watch import ListStats, follow
+from toposched.schedhook.extender.startup import StartUp
 from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -21,10 +23,14 @@ logger = logging.getLogger(__name__)
 Lister = Callable[..., Awaitable[Any]]
 
 
-async def feed(store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = lambda: None) -> None:
+async def feed(
+    store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = lambda: None, start: StartUp | None = None
+) -> None:
     """Follow nodes, bound pods, NRTs, AppGroups, NetworkTopologies and, where the cluster serves
     them, DRA's slices, device classes and claims into ``store`` until cancelled; ``synced`` runs
-    once every kind but DRA's has been listed, before the store says it is synced."""
+    once every kind but DRA's has been listed, before the store says it is synced. ``start``
+    records how the first lists went."""
+    start = start or StartUp()
     sources: dict[str, Lister] = {
         "nodes": api.lister(rest.path("", "v1", "nodes")),
         "pods": api.lister(rest.path("", "v1", "pods")),
@@ -38,7 +44,8 @@ async def feed(store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = 
     if await serves_dra(api):
         for kind in DRA_KINDS:
             sources[kind] = api.lister(rest.path(RESOURCE_GROUP, RESOURCE_VERSION, kind))
-    tasks = [asyncio.create_task(_follow(store, kind, lister, synced)) for kind, lister in sources.items()]
+    start.begin_lists()
+    tasks = [asyncio.create_task(_follow(store, kind, lister, synced, start)) for kind, lister in sources.items()]
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -47,20 +54,27 @@ async def feed(store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = 
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callable[[], None]) -> None:
+async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callable[[], None], start: StartUp) -> None:
     def listed(items: list[dict[str, Any]]) -> None:
+        began = time.perf_counter()
         store.listed(kind, items)
+        start.stored(kind, time.perf_counter() - began)
         if store.mark_synced(kind) and not store.synced.is_set():
+            start.all_listed()
             synced()
             store.synced.set()
+            start.ready()
 
     def changed(type_: str, obj: dict[str, Any]) -> None:
         store.event(kind, type_, obj)
 
+    def measured(stats: ListStats) -> None:
+        start.listed(kind, stats)
+
     if kind == "pods":  # only bound pods: pending ones hold nothing on any node
-        await follow(lister, listed, changed, kind, field_selector="spec.nodeName!=")
+        await follow(lister, listed, changed, kind, measured=measured, field_selector="spec.nodeName!=")
     else:
-        await follow(lister, listed, changed, kind)
+        await follow(lister, listed, changed, kind, measured=measured)
 
 
 async def serves_dra(api: rest.Kube) -> bool:

@@ -48,6 +48,8 @@ class SnapshotBuilder:
         self._nrts: dict[str, NodeTopology] = {}
         """Every NRT view, minus the reservations held on its node."""
         self.table = NodeTable()
+        self._unfilled: set[str] | None = set()
+        """NRT views changed by a ``parse_all`` that no snapshot has taken yet (None: any may have)."""
 
     def snapshot(self, held: Held, reserved: Iterable[str], stale: Iterable[str], placed: list[Placed]) -> Snapshot:
         """The cluster with ``held`` reservations taken off the NRTs: ``reserved`` are the nodes with
@@ -80,6 +82,10 @@ class SnapshotBuilder:
             table=self.table,
         )
 
+    def parse_all(self) -> None:
+        """Parse what changed (at start-up: everything) now; the next ``snapshot`` fills the table."""
+        self._unfilled = self._base_snapshot()[1]
+
     def take_rejected(self) -> list[tuple[dict[str, Any], str]]:
         """Objects found unreadable since the last call, with why (each version once), for Events."""
         rejected, self.rejected = self.rejected, []
@@ -87,15 +93,17 @@ class SnapshotBuilder:
 
     def _base_snapshot(self) -> tuple[Snapshot, set[str] | None]:
         """Parsed nodes, NRTs, AppGroups and NetworkTopologies, patched where they changed; and
-        the names of the NRTs whose view changed (None: any may have)."""
+        the names of the NRTs whose view changed since the last call (None: any may have)."""
         dirty = self._changes.take()
         try:
-            return self._patch_base(dirty)
+            snap, changed = self._patch_base(dirty)
         except BaseException:  # half patched: start afresh next time rather than lose the rest
             self._base = None
             for kind in BASE_KINDS:
                 self._changes.mark(kind, None)
             raise
+        unfilled, self._unfilled = self._unfilled, set()
+        return snap, None if changed is None or unfilled is None else unfilled | changed
 
     def _patch_base(self, dirty: dict[str, set[str] | None]) -> tuple[Snapshot, set[str] | None]:
         snap = self._base

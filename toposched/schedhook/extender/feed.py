@@ -41,12 +41,13 @@ async def feed(
         ("networktopologies", NetworkTopology),
     ):
         sources[kind] = api.lister(rest.path(model.GROUP, model.VERSION, model.PLURAL))
-    if await serves_dra(api):
-        for kind in DRA_KINDS:
-            sources[kind] = api.lister(rest.path(RESOURCE_GROUP, RESOURCE_VERSION, kind))
     start.begin_lists()
     tasks = [asyncio.create_task(_follow(store, kind, lister, synced, start)) for kind, lister in sources.items()]
-    try:
+    try:  # DRA's kinds are never waited for: asked about while the others list
+        if await serves_dra(api):
+            for kind in DRA_KINDS:
+                lister = api.lister(rest.path(RESOURCE_GROUP, RESOURCE_VERSION, kind))
+                tasks.append(asyncio.create_task(_follow(store, kind, lister, synced, start)))
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
@@ -71,10 +72,18 @@ async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callabl
     def measured(stats: ListStats) -> None:
         start.listed(kind, stats)
 
-    if kind == "pods":  # only bound pods: pending ones hold nothing on any node
-        await follow(lister, listed, changed, kind, measured=measured, field_selector="spec.nodeName!=")
-    else:
-        await follow(lister, listed, changed, kind, measured=measured)
+    selector = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}  # pending pods hold nothing
+    await follow(lister, listed, changed, kind, without_managed_fields, measured, stream=True, **selector)
+
+
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without ``metadata.managedFields``, which nothing here reads: about half of the
+    bytes of a kwok Node or an NRT, kept for every object of the cluster and walked by the
+    collector at every full collection."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 async def serves_dra(api: rest.Kube) -> bool:

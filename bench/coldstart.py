@@ -16,6 +16,7 @@ import asyncio
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +32,7 @@ from testkit.builders import pod_body
 from testkit.cluster import free_port
 from testkit.extender import ready, schedhook_tls_args
 from testkit.nrt import nrt
+from testkit.paths import REPO
 
 NAMESPACE = "coldstart"
 TAG = "coldstart"
@@ -96,13 +98,14 @@ def start_figures(text: str) -> dict[str, float]:
     return out
 
 
-async def start_once(h: Harness, within: float, log: str) -> dict[str, float]:
-    """One cold start of the extender alone: seconds from spawning it to /readyz, and its breakdown."""
+async def start_once(h: Harness, within: float, log: str, source: Path = REPO) -> dict[str, float]:
+    """One cold start of the extender alone (the code in ``source``): seconds from spawning it to
+    /readyz, and its breakdown."""
     port, metrics = free_port(), free_port()
     args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
     args += ["--metrics-port", str(metrics), "--no-remediation", "--no-controllers", *schedhook_tls_args(h.pki)]
     started = time.monotonic()
-    proc = h._start(args, log)
+    proc = _spawn(args, source, h.env, h.work / log)
     try:
         while not await asyncio.to_thread(ready, port, h.pki):
             if time.monotonic() - started > within or proc.poll() is not None:
@@ -112,7 +115,17 @@ async def start_once(h: Harness, within: float, log: str) -> dict[str, float]:
         page = await asyncio.to_thread(_get, f"http://127.0.0.1:{metrics}/metrics")
         return {"spawn_to_ready": round(spawned_to_ready, 2), **start_figures(page)}
     finally:
-        h.stop(proc)
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _spawn(args: list[str], source: Path, env: dict[str, str], log: Path) -> "subprocess.Popen[bytes]":
+    """``args`` run from ``source``: its ``toposched`` is the one imported."""
+    with log.open("wb") as out:
+        return subprocess.Popen(args, cwd=source, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def _get(url: str) -> str:
@@ -126,24 +139,29 @@ def medians(starts: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(statistics.median(s[k] for s in starts if k in s), 3) for k in keys}
 
 
-def run(kubeconfig: Path, work: Path, nodes: int, pods_per_node: int = 1, starts: int = 3) -> dict[str, Any]:
-    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians."""
+def run(
+    kubeconfig: Path, work: Path, nodes: int, pods_per_node: int = 1, starts: int = 3, before: Path | None = None
+) -> dict[str, Any]:
+    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians.
+    With ``before`` (a checkout of other code), as many starts of it, taking turns with this code's,
+    so that a busy spell of the machine falls on both."""
+    sources = {"after": REPO} if before is None else {"before": before, "after": REPO}
 
     async def main() -> dict[str, Any]:
         async with Harness(kubeconfig, work) as h:
             filled = await populate(h, nodes, pods_per_node)
             present = len(await _existing(h))
-            runs: list[dict[str, float]] = []
+            runs: dict[str, list[dict[str, float]]] = {label: [] for label in sources}
             within = 120 + nodes * 0.02
             for i in range(starts):
-                try:
-                    runs.append(await start_once(h, within, f"coldstart-{nodes}-{i}.log"))
-                except SetupError:  # counted as not Ready within the time allowed
-                    runs.append({"spawn_to_ready": within, "not_ready": 1.0})
-                await asyncio.sleep(5)  # the apiserver lets go of the last start's watches
-            return {"nodes": present, "pods_per_node": pods_per_node, "filled": filled, "starts": runs} | {
-                "median": medians(runs)
-            }
+                for label, source in sources.items():
+                    try:
+                        runs[label].append(await start_once(h, within, f"coldstart-{nodes}-{label}-{i}.log", source))
+                    except SetupError:  # counted as not Ready within the time allowed
+                        runs[label].append({"spawn_to_ready": within, "not_ready": 1.0})
+                    await asyncio.sleep(5)  # the apiserver lets go of the last start's watches
+            out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}
+            return out | {label: {"starts": done, "median": medians(done)} for label, done in runs.items()}
 
     return asyncio.run(main())
 
@@ -154,6 +172,7 @@ def main() -> int:
     parser.add_argument("--pods-per-node", type=int, default=1)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write the figures here as JSON too")
+    parser.add_argument("--before", type=Path, help="a checkout of other code, started in turns with this one")
     args = parser.parse_args()
     from bench.__main__ import cluster_kubeconfig, install_crds
     from bench.harness import bin_dir
@@ -161,7 +180,12 @@ def main() -> int:
     kubeconfig = cluster_kubeconfig()
     install_crds(kubeconfig, Path(bin_dir()))
     measured = run(
-        kubeconfig, Path(tempfile.mkdtemp(prefix="toposched-coldstart-")), args.nodes, args.pods_per_node, args.starts
+        kubeconfig,
+        Path(tempfile.mkdtemp(prefix="toposched-coldstart-")),
+        args.nodes,
+        args.pods_per_node,
+        args.starts,
+        args.before,
     )
     text = json.dumps(measured, indent=2)
     if args.out:

@@ -16,21 +16,17 @@ import asyncio
 import json
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import orjson
 from kubernetes_asyncio import client
 
-from bench.harness import Harness, NodeSpec, SetupError
+from bench.harness import Harness, NodeSpec
 from testkit.builders import pod_body
-from testkit.cluster import free_port
-from testkit.extender import ready, schedhook_tls_args
+from testkit.coldstart import NotReadyError, cold_start
 from testkit.nrt import nrt
 from testkit.paths import REPO
 
@@ -84,55 +80,6 @@ async def populate(h: Harness, nodes: int, pods_per_node: int) -> dict[str, Any]
     return {"created_nodes": len(missing), "created_pods": len(bodies), "seconds": round(time.monotonic() - started)}
 
 
-def start_figures(text: str) -> dict[str, float]:
-    """``toposched_extender_start_*`` samples of a /metrics page, keyed ``metric{labels}`` without
-    the prefix (``seconds{step="list_nodes"}`` -> ``seconds.list_nodes``)."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(START):
-            continue
-        name, value = line.rsplit(" ", 1)
-        metric, _, labels = name.removeprefix(START).partition("{")
-        label = labels.rstrip("}").partition('="')[2].rstrip('"')
-        out[f"{metric}.{label}" if label else metric] = float(value)
-    return out
-
-
-async def start_once(h: Harness, within: float, log: str, source: Path = REPO) -> dict[str, float]:
-    """One cold start of the extender alone (the code in ``source``): seconds from spawning it to
-    /readyz, and its breakdown."""
-    port, metrics = free_port(), free_port()
-    args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
-    args += ["--metrics-port", str(metrics), "--no-remediation", "--no-controllers", *schedhook_tls_args(h.pki)]
-    started = time.monotonic()
-    proc = _spawn(args, source, h.env, h.work / log)
-    try:
-        while not await asyncio.to_thread(ready, port, h.pki):
-            if time.monotonic() - started > within or proc.poll() is not None:
-                raise SetupError(f"the extender was not ready within {within:.0f} s; see {h.work / log}")
-            await asyncio.sleep(0.05)
-        spawned_to_ready = time.monotonic() - started
-        page = await asyncio.to_thread(_get, f"http://127.0.0.1:{metrics}/metrics")
-        return {"spawn_to_ready": round(spawned_to_ready, 2), **start_figures(page)}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _spawn(args: list[str], source: Path, env: dict[str, str], log: Path) -> "subprocess.Popen[bytes]":
-    """``args`` run from ``source``: its ``toposched`` is the one imported."""
-    with log.open("wb") as out:
-        return subprocess.Popen(args, cwd=source, env=env, stdout=out, stderr=subprocess.STDOUT)
-
-
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return str(answer.read().decode())
-
-
 def medians(starts: list[dict[str, float]]) -> dict[str, float]:
     """Per figure, the median over the starts that report it."""
     keys = sorted({k for s in starts for k in s})
@@ -155,9 +102,10 @@ def run(
             within = 120 + nodes * 0.02
             for i in range(starts):
                 for label, source in sources.items():
+                    log = h.work / f"coldstart-{nodes}-{label}-{i}.log"
                     try:
-                        runs[label].append(await start_once(h, within, f"coldstart-{nodes}-{label}-{i}.log", source))
-                    except SetupError:  # counted as not Ready within the time allowed
+                        runs[label].append(await cold_start(h.pki, h.env, log, within, source))
+                    except NotReadyError:  # counted as not Ready within the time allowed
                         runs[label].append({"spawn_to_ready": within, "not_ready": 1.0})
                     await asyncio.sleep(5)  # the apiserver lets go of the last start's watches
             out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}

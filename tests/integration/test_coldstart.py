@@ -2,6 +2,7 @@
 there were when it started (streaming lists, parsed as they arrive), and says where its start went."""
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator
 from functools import partial
@@ -12,10 +13,10 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from bench.coldstart import start_once
-from bench.harness import Harness
 from testkit.builders import nrt_body
+from testkit.certs import ExtenderPKI
 from testkit.cluster import ensure_kwok_node
+from testkit.coldstart import cold_start
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crds")]
@@ -54,15 +55,15 @@ async def count(list_call: Any) -> int:
 
 
 async def test_ready_only_after_every_node_and_nrt_is_read(
-    kubeconfig: Path, api: client.ApiClient, nodes: list[str], tmp_path: Path
+    kubeconfig: Path, api: client.ApiClient, pki: ExtenderPKI, nodes: list[str], tmp_path: Path
 ) -> None:
     present = {
         "nodes": await count(client.CoreV1Api(api).list_node),
         "nrts": await count(partial(client.CustomObjectsApi(api).list_cluster_custom_object, *NRTS)),
     }
     assert min(present.values()) >= NODES
-    async with Harness(kubeconfig, tmp_path) as h:
-        figures = await start_once(h, 120, "extender.log")  # its figures as /readyz first said ok
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    figures = await cold_start(pki, env, tmp_path / "extender.log", 120)  # as /readyz first said ok
     for kind, before in present.items():  # read in full by the time it said Ready
         assert figures[f"list_objects.{kind}"] >= before, (kind, figures)
     assert figures["seconds.ready"] >= figures["seconds.lists"] >= figures["seconds.list_nrts"] > 0

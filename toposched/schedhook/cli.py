@@ -48,7 +48,8 @@ async def _serve(settings: SchedhookSettings) -> None:
         coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
         start = StartUp()
         gc.disable()  # until Ready (``_synced``)
-        feeding = asyncio.create_task(feed(store, api, lambda: coordinator.warm(start), start))
+        ahead = coordinator.view.snapshots.ahead.arrived  # NRTs validated while the lists stream in
+        feeding = asyncio.create_task(feed(store, api, lambda: coordinator.warm(start), start, ahead))
         tasks = [] if settings.no_controllers else _controllers(settings, api, store)
         acting = _acting(settings, api, tasks)
         runners = [await _extender_listener(settings, coordinator, acting)]

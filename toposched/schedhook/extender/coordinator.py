@@ -85,6 +85,7 @@ class Coordinator:
         start = start or StartUp(process_start=0.0)
         with start.timed("parse"):
             self.view.snapshots.parse_all()
+            self.view.snapshots.ahead.clear()
         with start.timed("knowledge"):
             self.view.knowledge.blind_nodes()
         with start.timed("table"):

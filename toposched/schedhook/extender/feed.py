@@ -21,15 +21,21 @@ from toposched.schedhook.extender.store import DRA_KINDS, ObjectStore
 logger = logging.getLogger(__name__)
 
 Lister = Callable[..., Awaitable[Any]]
+Arrived = Callable[[str, dict[str, Any]], None]
 
 
 async def feed(
-    store: ObjectStore, api: rest.Kube, synced: Callable[[], None] = lambda: None, start: StartUp | None = None
+    store: ObjectStore,
+    api: rest.Kube,
+    synced: Callable[[], None] = lambda: None,
+    start: StartUp | None = None,
+    arrived: Arrived = lambda kind, obj: None,
 ) -> None:
     """Follow nodes, bound pods, NRTs, AppGroups, NetworkTopologies and, where the cluster serves
     them, DRA's slices, device classes and claims into ``store`` until cancelled; ``synced`` runs
     once every kind but DRA's has been listed, before the store says it is synced. ``start``
-    records how the first lists went."""
+    records how the first lists went; ``arrived(kind, object)`` sees each object of them as it
+    arrives (to parse it while the rest streams in)."""
     start = start or StartUp()
     sources: dict[str, Lister] = {
         "nodes": api.lister(rest.path("", "v1", "nodes")),
@@ -42,12 +48,14 @@ async def feed(
     ):
         sources[kind] = api.lister(rest.path(model.GROUP, model.VERSION, model.PLURAL))
     start.begin_lists()
-    tasks = [asyncio.create_task(_follow(store, kind, lister, synced, start)) for kind, lister in sources.items()]
+    tasks = [
+        asyncio.create_task(_follow(store, kind, lister, synced, start, arrived)) for kind, lister in sources.items()
+    ]
     try:  # DRA's kinds are never waited for: asked about while the others list
         if await serves_dra(api):
             for kind in DRA_KINDS:
                 lister = api.lister(rest.path(RESOURCE_GROUP, RESOURCE_VERSION, kind))
-                tasks.append(asyncio.create_task(_follow(store, kind, lister, synced, start)))
+                tasks.append(asyncio.create_task(_follow(store, kind, lister, synced, start, arrived)))
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
@@ -55,7 +63,9 @@ async def feed(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callable[[], None], start: StartUp) -> None:
+async def _follow(
+    store: ObjectStore, kind: str, lister: Lister, synced: Callable[[], None], start: StartUp, arrived: Arrived
+) -> None:
     def listed(items: list[dict[str, Any]]) -> None:
         began = time.perf_counter()
         store.listed(kind, items)
@@ -72,8 +82,14 @@ async def _follow(store: ObjectStore, kind: str, lister: Lister, synced: Callabl
     def measured(stats: ListStats) -> None:
         start.listed(kind, stats)
 
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        obj = without_managed_fields(obj)
+        if not store.synced.is_set():
+            arrived(kind, obj)
+        return obj
+
     selector = {"field_selector": "spec.nodeName!="} if kind == "pods" else {}  # pending pods hold nothing
-    await follow(lister, listed, changed, kind, without_managed_fields, measured, stream=True, **selector)
+    await follow(lister, listed, changed, kind, slim, measured, stream=True, **selector)
 
 
 def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from toposched.apis.appgroup import AppGroup
 from toposched.apis.errors import describe
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.schedhook.extender.ahead import ParsedAhead
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.store import ObjectStore, key_name, store_key
 from toposched.schedhook.placement.columnar import NodeTable
@@ -48,6 +49,8 @@ class SnapshotBuilder:
         self._nrts: dict[str, NodeTopology] = {}
         """Every NRT view, minus the reservations held on its node."""
         self.table = NodeTable()
+        self.ahead = ParsedAhead()
+        """NRTs validated as the first lists arrive (``feed``), taken by the first parse."""
         self._unfilled: set[str] | None = set()
         """NRT views changed by a ``parse_all`` that no snapshot has taken yet (None: any may have)."""
 
@@ -158,7 +161,7 @@ class SnapshotBuilder:
             else:
                 allocatable = self._allocatable.get(name, {})
                 extra = tuple(sorted(allocatable.items()))
-                view = self._parsed("nrts", key, body, _nrt_view(allocatable), extra=extra)
+                view = self._parsed("nrts", key, body, _nrt_view(allocatable, self.ahead.nrt, key), extra=extra)
                 if view is None:
                     snap.nrts.pop(name, None)  # unreadable: the node fails every pod, saying why
                 else:
@@ -226,9 +229,11 @@ class SnapshotBuilder:
         return value
 
 
-def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]], NodeTopology]:
+def _nrt_view(
+    node_allocatable: dict[str, Decimal], model: Callable[[str, dict[str, Any]], NodeResourceTopology], key: str
+) -> Callable[[dict[str, Any]], NodeTopology]:
     def build(body: dict[str, Any]) -> NodeTopology:
-        return from_nrt(NodeResourceTopology.model_validate(body), node_allocatable)
+        return from_nrt(model(key, body), node_allocatable)
 
     return build
 

@@ -38,6 +38,8 @@ _PARAMS = {
     "_continue": "continue",
     "label_selector": "labelSelector",
     "field_selector": "fieldSelector",
+    "send_initial_events": "sendInitialEvents",
+    "resource_version_match": "resourceVersionMatch",
 }
 
 

@@ -4,7 +4,9 @@ parsing, cost more than anything either does with an event)."""
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -35,15 +37,31 @@ one body of tens of megabytes, parsed all at once."""
 Slim = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+@dataclass
+class ListStats:
+    """How one list went, for a start-up's breakdown."""
+
+    seconds: float = 0.0
+    """From the first request to the last page parsed (wall clock)."""
+    parse_seconds: float = 0.0
+    """Of which parsing pages (JSON, and ``slim``)."""
+    pages: int = 0
+    bytes: int = 0
+    objects: int = 0
+
+
 async def list_objects(
-    lister: Callable[..., Awaitable[Any]], slim: Slim | None = None, **params: str
+    lister: Callable[..., Awaitable[Any]], slim: Slim | None = None, stats: ListStats | None = None, **params: str
 ) -> tuple[Items, str]:
     """The items of a list, page by page, and the list's resourceVersion.
 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like); ``slim`` keeps what
-    the caller needs of each item as each page arrives. An error answer (403, 500, an expired
-    continue token, ...) raises ListError: it is never taken for an empty or partial list.
+    the caller needs of each item as each page arrives; ``stats``, when given, is filled with how
+    the list went. An error answer (403, 500, an expired continue token, ...) raises ListError:
+    it is never taken for an empty or partial list.
     """
+    stats = stats if stats is not None else ListStats()
+    began = time.perf_counter()
     items: Items = []
     token = ""
     while True:
@@ -53,16 +71,20 @@ async def list_objects(
             raw = await response.read()
         finally:
             response.release()
+        parsing = time.perf_counter()
         body = orjson.loads(raw) if raw else {}
         if not 200 <= response.status < 300 or not isinstance(body, dict) or body.get("kind") == "Status":
             message = body.get("message") if isinstance(body, dict) else None
             raise ListError(f"HTTP {response.status}: {message or raw[:200]!r}")
+        stats.pages, stats.bytes = stats.pages + 1, stats.bytes + len(raw)
         del raw
         found = body.get("items") or []
         items.extend(map(slim, found) if slim else found)
+        stats.parse_seconds += time.perf_counter() - parsing
         metadata = body.get("metadata") or {}
         token = str(metadata.get("continue") or "")
         if not token:
+            stats.objects, stats.seconds = len(items), time.perf_counter() - began
             return items, str(metadata.get("resourceVersion") or "")
 
 
@@ -105,8 +127,15 @@ class WatchError(RuntimeError):
 
     def __init__(self, code: object, message: object) -> None:
         super().__init__(f"watch error {code}: {message}")
+        self.code = code
         self.expired = code == 410
         """The resourceVersion is too old: list again at once (not a failure)."""
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a streaming list's objects."""
+STREAM_REFUSED = (400, 422)
+"""How an apiserver without streaming lists (WatchList) answers a watch with sendInitialEvents."""
 
 
 async def follow(
@@ -115,10 +144,12 @@ async def follow(
     changed: Callable[[str, dict[str, Any]], None],
     what: str,
     slim: Slim | None = None,
+    measured: Callable[[ListStats], None] | None = None,
+    stream: bool = False,
     **params: str,
 ) -> None:
     """``listed(items)`` once, then ``changed(type, object)`` per ADDED, MODIFIED or DELETED event;
-    with ``slim``, of what it keeps of each object.
+    with ``slim``, of what it keeps of each object; ``measured(stats)`` before each ``listed``.
 
     ``lister`` is a client list call (``CoreV1Api.list_node`` and the like). A watch that times
     out goes on from the last resourceVersion seen (bookmarks keep it fresh); an expired one
@@ -126,49 +157,115 @@ async def follow(
     short backoff, reset by the next good list. An error answer is never taken for data: the
     objects already given stay until a good list replaces them. One log line says a watch failed,
     one that it is back; the attempts between are debug.
+
+    With ``stream``, each list is a streaming list: a watch that first sends every object as of
+    now (``sendInitialEvents``, served from the apiserver's watch cache, as fresh as a list's),
+    then a bookmark, and goes on as the watch. Objects are parsed as they arrive, no page waits for
+    the one before, and, a watch being long-running, a large list is not cut off by the apiserver's
+    request timeout. An apiserver that does not serve streaming lists gets paginated lists.
     """
-    backoff = RETRY_FIRST
-    outage = Outage(logger, f"watch of {what}")
-    version: str | None = None  # None: list (again)
-    while True:
-        try:
-            if version is None:
-                items, version = await list_objects(lister, slim, **params)
-                listed(items)
-                outage.ok()
-                backoff = RETRY_FIRST
-            response = await lister(
-                watch=True,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_SECONDS,
-                _preload_content=False,
-                _request_timeout=WATCH_TIMEOUT,
-                **params,
-            )
+    await _Follower(lister, listed, changed, what, slim, measured, stream, params).run()
+
+
+class _Follower:
+    def __init__(
+        self,
+        lister: Callable[..., Awaitable[Any]],
+        listed: Callable[[Items], None],
+        changed: Callable[[str, dict[str, Any]], None],
+        what: str,
+        slim: Slim | None,
+        measured: Callable[[ListStats], None] | None,
+        stream: bool,
+        params: dict[str, str],
+    ) -> None:
+        self.lister, self.listed, self.changed, self.what = lister, listed, changed, what
+        self.slim, self.measured, self.stream, self.params = slim, measured, stream, params
+        self.outage = Outage(logger, f"watch of {what}")
+        self.backoff = RETRY_FIRST
+        self.version: str | None = None  # None: list (again)
+        self.initial: tuple[Items, ListStats, float] | None = None
+        """A streaming list under way: its objects so far, its figures, when it began."""
+
+    async def run(self) -> None:
+        while True:
             try:
-                if not 200 <= response.status < 300:
-                    body = orjson.loads(await response.read() or b"{}")
-                    raise WatchError(response.status, body.get("message") if isinstance(body, dict) else body)
-                async for line in event_lines(response.content):
-                    event = orjson.loads(line)
-                    if event.get("type") == "ERROR":
-                        status = event.get("object") or {}
-                        raise WatchError(status.get("code"), status.get("message"))
-                    version = event["object"]["metadata"].get("resourceVersion") or version
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        changed(event["type"], slim(event["object"]) if slim else event["object"])
-            finally:
-                response.release()
-        except asyncio.CancelledError:
-            raise
-        except WatchError as exc:
-            version = None
-            if not exc.expired:
-                backoff = await _failed(outage, exc, backoff)
-        except Exception as exc:  # the apiserver away, a connection reset, a body that is not JSON
-            version = None
-            backoff = await _failed(outage, exc, backoff)
+                self.initial = None
+                if self.version is None and not self.stream:
+                    stats = ListStats()
+                    items, self.version = await list_objects(self.lister, self.slim, stats, **self.params)
+                    self._listed(items, stats)
+                elif self.version is None:
+                    self.initial = ([], ListStats(pages=1), time.perf_counter())
+                await self._watch()
+                if self.initial is not None:  # the stream ended before all its objects came: again
+                    self.version = None
+            except asyncio.CancelledError:
+                raise
+            except WatchError as exc:
+                self.version = None
+                if self.initial is not None and exc.code in STREAM_REFUSED:
+                    logger.info("%s: no streaming lists here (%s); listing page by page", self.what, exc)
+                    self.stream = False
+                elif not exc.expired:
+                    self.backoff = await _failed(self.outage, exc, self.backoff)
+            except Exception as exc:  # the apiserver away, a connection reset, a body that is not JSON
+                self.version = None
+                self.backoff = await _failed(self.outage, exc, self.backoff)
+
+    def _listed(self, items: Items, stats: ListStats) -> None:
+        if self.measured is not None:
+            self.measured(stats)
+        self.listed(items)
+        self.outage.ok()
+        self.backoff = RETRY_FIRST
+
+    async def _watch(self) -> None:
+        """One watch (a streaming list's when no version is known) until it ends."""
+        if self.initial is None:
+            start: dict[str, Any] = {"resource_version": self.version}
+        else:
+            start = {"send_initial_events": "true", "resource_version_match": "NotOlderThan"}
+        response = await self.lister(
+            watch=True,
+            allow_watch_bookmarks=True,
+            timeout_seconds=WATCH_SECONDS,
+            _preload_content=False,
+            _request_timeout=WATCH_TIMEOUT,
+            **start,
+            **self.params,
+        )
+        try:
+            if not 200 <= response.status < 300:
+                body = orjson.loads(await response.read() or b"{}")
+                raise WatchError(response.status, body.get("message") if isinstance(body, dict) else body)
+            async for line in event_lines(response.content):
+                parsing = time.perf_counter()
+                event = orjson.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise WatchError(status.get("code"), status.get("message"))
+                self.version = event["object"]["metadata"].get("resourceVersion") or self.version
+                if self.initial is not None:
+                    self._initial_event(event, len(line), parsing)
+                elif event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    self.changed(event["type"], self.slim(event["object"]) if self.slim else event["object"])
+        finally:
+            response.release()
+
+    def _initial_event(self, event: dict[str, Any], size: int, parsing: float) -> None:
+        """One event of a streaming list: an object, or the bookmark that says they have all come."""
+        assert self.initial is not None
+        items, stats, began = self.initial
+        kind, obj = event.get("type"), event["object"]
+        if kind == "ADDED":
+            items.append(self.slim(obj) if self.slim else obj)
+        stats.bytes += size
+        stats.parse_seconds += time.perf_counter() - parsing
+        if kind == "BOOKMARK" and (obj["metadata"].get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+            stats.objects, stats.seconds = len(items), time.perf_counter() - began
+            self.initial = None
+            self._listed(items, stats)
 
 
 async def _failed(outage: Outage, exc: Exception, backoff: float) -> float:

@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # imported where used: the other commands start without them
 log = logging.getLogger(__name__)
 BLIND_EVERY = 5.0
 """Seconds between two judgements of the blind nodes when no filter call asks (the alerts read them)."""
+GC_PAUSE = 300.0
+"""At most this long (seconds) the collector waits for the first lists. They build millions of
+objects that hold no cycles, and each full collection while they grow walks all of them: with it
+on, parsing them takes two to three times as long. A start that takes longer (the apiserver away)
+collects as usual from then on."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,13 +39,17 @@ async def _serve(settings: SchedhookSettings) -> None:
     from toposched.kube.rest import connect
     from toposched.schedhook.extender.coordinator import Coordinator, ExtenderConfig
     from toposched.schedhook.extender.feed import feed
+    from toposched.schedhook.extender.startup import StartUp
     from toposched.schedhook.extender.store import ObjectStore
 
     # Five watches hold connections for good; binds and patches must not queue behind them.
     async with await connect(pool_size=64) as api:
         store = ObjectStore()
         coordinator = Coordinator(store, api, ExtenderConfig.of(settings))
-        feeding = asyncio.create_task(feed(store, api, coordinator.warm))
+        start = StartUp()
+        gc.disable()  # until Ready (``_synced``)
+        ahead = coordinator.view.snapshots.ahead.arrived  # NRTs validated while the lists stream in
+        feeding = asyncio.create_task(feed(store, api, lambda: coordinator.warm(start), start, ahead))
         tasks = [] if settings.no_controllers else _controllers(settings, api, store)
         acting = _acting(settings, api, tasks)
         tasks.append(_waking(coordinator, api, acting))
@@ -53,11 +62,12 @@ async def _serve(settings: SchedhookSettings) -> None:
         if hooks is not None:
             runners.append(hooks)
         try:
-            await store.synced.wait()
+            await _synced(store)
             # The synced cluster lives as long as the process: keep the collector from rescanning
             # it during requests (a full collection of thousands of NRTs is a p99 spike).
             gc.collect()
             gc.freeze()
+            gc.enable()
             while True:  # the blind-node gauge follows the cluster between filter calls too
                 coordinator.view.knowledge.blind_nodes()
                 await asyncio.sleep(BLIND_EVERY)
@@ -69,6 +79,15 @@ async def _serve(settings: SchedhookSettings) -> None:
             feeding.cancel()
             await asyncio.gather(feeding, return_exceptions=True)
             await coordinator.devices.close()
+
+
+async def _synced(store: "ObjectStore") -> None:
+    """Until every kind is listed, with the collector off for at most ``GC_PAUSE`` seconds of it."""
+    try:
+        await asyncio.wait_for(store.synced.wait(), GC_PAUSE)
+    except TimeoutError:
+        gc.enable()
+        await store.synced.wait()
 
 
 def _acting(settings: SchedhookSettings, api: "rest.Kube", tasks: list[asyncio.Task[None]]) -> "Acting | None":

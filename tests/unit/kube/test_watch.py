@@ -49,14 +49,14 @@ class Apiserver:
         self.played = asyncio.Event()
 
     async def __call__(self, **params: Any) -> Response:
-        self.calls.append("watch" if params.get("watch") else "list")
+        self.calls.append("stream" if params.get("send_initial_events") else "watch" if params.get("watch") else "list")
         if not self.script:
             self.played.set()
             await asyncio.Event().wait()
         return self.script.pop(0)
 
 
-async def follow(apiserver: Apiserver, within: float = 2.0) -> list[tuple[str, Any]]:
+async def follow(apiserver: Apiserver, within: float = 2.0, stream: bool = False) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
     task = asyncio.create_task(
         watch.follow(
@@ -64,6 +64,7 @@ async def follow(apiserver: Apiserver, within: float = 2.0) -> list[tuple[str, A
             lambda items: seen.append(("listed", [i["metadata"]["name"] for i in items])),
             lambda kind, obj: seen.append((kind, obj["metadata"]["name"])),
             "things",
+            stream=stream,
         )
     )
     await asyncio.wait_for(apiserver.played.wait(), within)
@@ -148,3 +149,69 @@ async def test_a_failed_page_fails_the_whole_list() -> None:
     expired = Response(410, {"kind": "Status", "code": 410, "message": "continue token expired"})
     with pytest.raises(watch.ListError, match=re.escape("HTTP 410: 'continue token expired'")):
         await watch.list_objects(Pager(page("a", token="t1"), expired))
+
+
+def added(name: str, version: str = "5") -> dict[str, Any]:
+    return {"type": "ADDED", "object": {"metadata": {"name": name, "resourceVersion": version}}}
+
+
+END = {
+    "type": "BOOKMARK",
+    "object": {"metadata": {"resourceVersion": "6", "annotations": {watch.INITIAL_EVENTS_END: "true"}}},
+}
+MODIFIED = {"type": "MODIFIED", "object": {"metadata": {"name": "a", "resourceVersion": "7"}}}
+REFUSED = Response(422, {"kind": "Status", "code": 422, "message": "sendInitialEvents is forbidden"})
+BROKEN = {"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "etcd away"}}
+
+
+@pytest.mark.parametrize(
+    ("script", "seen", "calls"),
+    [
+        pytest.param(
+            [Response(200, events=[added("a"), added("b"), END, MODIFIED])],
+            [("listed", ["a", "b"]), ("MODIFIED", "a")],
+            ["stream", "watch"],
+            id="objects-then-the-end-bookmark-then-the-watch-on-the-same-stream",
+        ),
+        pytest.param(
+            [REFUSED, listing("a"), Response(200, events=[MODIFIED])],
+            [("listed", ["a"]), ("MODIFIED", "a")],
+            ["stream", "list", "watch", "watch"],
+            id="not-served-lists-page-by-page",
+        ),
+        pytest.param(
+            [Response(200, events=[added("a")]), Response(200, events=[added("a"), added("b"), END])],
+            [("listed", ["a", "b"])],
+            ["stream", "stream", "watch"],
+            id="a-stream-ended-before-its-bookmark-is-not-a-list",
+        ),
+        pytest.param(
+            [Response(200, events=[added("a"), BROKEN]), Response(200, events=[added("b"), END])],
+            [("listed", ["b"])],
+            ["stream", "stream", "watch"],
+            id="an-error-half-way-is-never-a-partial-list",
+        ),
+    ],
+)
+async def test_a_streaming_list(script: list[Response], seen: list[tuple[str, Any]], calls: list[str]) -> None:
+    apiserver = Apiserver(script)
+    assert await follow(apiserver, stream=True) == seen
+    assert apiserver.calls == calls
+
+
+async def test_a_streaming_list_is_measured_before_it_is_given() -> None:
+    measured: list[watch.ListStats] = []
+    given: list[int] = []
+    apiserver = Apiserver([Response(200, events=[added("a"), added("b"), END])])
+    task = asyncio.create_task(
+        watch.follow(
+            apiserver, lambda items: given.append(len(measured)), lambda *_: None, "things", None, measured.append, True
+        )
+    )
+    await asyncio.wait_for(apiserver.played.wait(), 2)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert given == [1]
+    assert (measured[0].objects, measured[0].pages) == (2, 1)
+    assert measured[0].bytes > 0
+    assert measured[0].seconds >= measured[0].parse_seconds >= 0

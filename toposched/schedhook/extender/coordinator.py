@@ -26,6 +26,7 @@ from toposched.schedhook.extender.devices import Devices
 from toposched.schedhook.extender.eventsink import EventSink
 from toposched.schedhook.extender.filtered import FilterMemory
 from toposched.schedhook.extender.knowledge import Knowledge
+from toposched.schedhook.extender.startup import StartUp
 from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.extender.wakeups import Wakeups, refused_pod
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
@@ -81,10 +82,18 @@ class Coordinator:
         """Every kind has been listed once: a partial cache would misplace pods."""
         return self.view.store.synced.is_set()
 
-    def warm(self) -> None:
-        """Parse everything and fill the table now (about a second at 5,000 nodes), not in the first
-        filter call, where the pods behind it would wait for it."""
-        self.view.snapshot()
+    def warm(self, start: StartUp | None = None) -> None:
+        """Parse everything, judge the blind nodes and fill the table now (about a second at 5,000
+        nodes), not in the first filter call, where the pods behind it would wait for it; each
+        step timed into ``start``."""
+        start = start or StartUp(process_start=0.0)
+        with start.timed("parse"):
+            self.view.snapshots.parse_all()
+            self.view.snapshots.ahead.clear()
+        with start.timed("knowledge"):
+            self.view.knowledge.blind_nodes()
+        with start.timed("table"):
+            self.view.snapshot()
 
     async def filter(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
         """Evaluate ``pod`` on ``names`` once the binds of pods answered before have arrived."""

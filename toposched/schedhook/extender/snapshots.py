@@ -17,6 +17,7 @@ from toposched.apis.appgroup import AppGroup
 from toposched.apis.errors import describe
 from toposched.apis.networktopology import NetworkTopology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
+from toposched.schedhook.extender.ahead import ParsedAhead
 from toposched.schedhook.extender.reservations import Reservation
 from toposched.schedhook.extender.store import ObjectStore, key_name, store_key
 from toposched.schedhook.placement.columnar import NodeTable
@@ -48,6 +49,10 @@ class SnapshotBuilder:
         self._nrts: dict[str, NodeTopology] = {}
         """Every NRT view, minus the reservations held on its node."""
         self.table = NodeTable()
+        self.ahead = ParsedAhead()
+        """NRTs validated as the first lists arrive (``feed``), taken by the first parse."""
+        self._unfilled: set[str] | None = set()
+        """NRT views changed by a ``parse_all`` that no snapshot has taken yet (None: any may have)."""
 
     def snapshot(self, held: Held, reserved: Iterable[str], stale: Iterable[str], placed: list[Placed]) -> Snapshot:
         """The cluster with ``held`` reservations taken off the NRTs: ``reserved`` are the nodes with
@@ -80,6 +85,10 @@ class SnapshotBuilder:
             table=self.table,
         )
 
+    def parse_all(self) -> None:
+        """Parse what changed (at start-up: everything) now; the next ``snapshot`` fills the table."""
+        self._unfilled = self._base_snapshot()[1]
+
     def take_rejected(self) -> list[tuple[dict[str, Any], str]]:
         """Objects found unreadable since the last call, with why (each version once), for Events."""
         rejected, self.rejected = self.rejected, []
@@ -87,15 +96,17 @@ class SnapshotBuilder:
 
     def _base_snapshot(self) -> tuple[Snapshot, set[str] | None]:
         """Parsed nodes, NRTs, AppGroups and NetworkTopologies, patched where they changed; and
-        the names of the NRTs whose view changed (None: any may have)."""
+        the names of the NRTs whose view changed since the last call (None: any may have)."""
         dirty = self._changes.take()
         try:
-            return self._patch_base(dirty)
+            snap, changed = self._patch_base(dirty)
         except BaseException:  # half patched: start afresh next time rather than lose the rest
             self._base = None
             for kind in BASE_KINDS:
                 self._changes.mark(kind, None)
             raise
+        unfilled, self._unfilled = self._unfilled, set()
+        return snap, None if changed is None or unfilled is None else unfilled | changed
 
     def _patch_base(self, dirty: dict[str, set[str] | None]) -> tuple[Snapshot, set[str] | None]:
         snap = self._base
@@ -150,7 +161,7 @@ class SnapshotBuilder:
             else:
                 allocatable = self._allocatable.get(name, {})
                 extra = tuple(sorted(allocatable.items()))
-                view = self._parsed("nrts", key, body, _nrt_view(allocatable), extra=extra)
+                view = self._parsed("nrts", key, body, _nrt_view(allocatable, self.ahead.nrt, key), extra=extra)
                 if view is None:
                     snap.nrts.pop(name, None)  # unreadable: the node fails every pod, saying why
                 else:
@@ -218,9 +229,11 @@ class SnapshotBuilder:
         return value
 
 
-def _nrt_view(node_allocatable: dict[str, Decimal]) -> Callable[[dict[str, Any]], NodeTopology]:
+def _nrt_view(
+    node_allocatable: dict[str, Decimal], model: Callable[[str, dict[str, Any]], NodeResourceTopology], key: str
+) -> Callable[[dict[str, Any]], NodeTopology]:
     def build(body: dict[str, Any]) -> NodeTopology:
-        return from_nrt(NodeResourceTopology.model_validate(body), node_allocatable)
+        return from_nrt(model(key, body), node_allocatable)
 
     return build
 

@@ -13,6 +13,7 @@ once per outage; kube-scheduler's own retry still comes). Only the acting replic
 """
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from prometheus_client import Counter
@@ -37,15 +38,14 @@ SKIPPED = (404, 409, 422)
 """Answers that concern the pod alone: it is skipped, not the round."""
 
 
+@dataclass
 class Requeue:
-    def __init__(
-        self, wakeups: Wakeups, watch: RoomWatch, store: ObjectStore, api: rest.Kube, acting: Acting | None = None
-    ) -> None:
-        self.wakeups = wakeups
-        self.watch = watch
-        self.store = store
-        self.api = api
-        self.acting = acting
+    wakeups: Wakeups
+    watch: RoomWatch
+    store: ObjectStore
+    api: rest.Kube
+    acting: Acting | None = None
+    """Who acts (None: this replica always does)."""
 
     async def round(self) -> int:
         """Look at the room, and wake the pods due; how many were woken."""

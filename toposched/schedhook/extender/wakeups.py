@@ -16,7 +16,7 @@ apiserver. A pod is forgotten once bound, gone, or filtered again with a node th
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toposched.schedhook.placement.evaluate import Results
@@ -53,27 +53,23 @@ def refused_pod(pod: Mapping[str, Any], results: Results) -> tuple[str, str] | N
     return (results.meta.namespace, name) if isinstance(name, str) and name else None
 
 
+@dataclass
 class Wakeups:
-    def __init__(
-        self,
-        first: float = FIRST,
-        longest: float = LONGEST,
-        rate: float = RATE,
-        keep: int = KEEP,
-        now: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.first = first
-        self.longest = longest
-        self.rate = rate
-        self.keep = keep
-        self.now = now
-        self._pods: dict[str, Refused] = {}
-        """By uid, oldest refusal first."""
-        self._freed_at = -math.inf
-        self._pending = False
-        """Some pod may be due: room freed since a pod was last looked at and it was held back."""
-        self._tokens = rate
-        self._filled = now()
+    first: float = FIRST
+    longest: float = LONGEST
+    rate: float = RATE
+    keep: int = KEEP
+    now: Callable[[], float] = time.monotonic
+    _pods: dict[str, Refused] = field(default_factory=dict, init=False)
+    """By uid, oldest refusal first."""
+    _freed_at: float = field(default=-math.inf, init=False)
+    _pending: bool = field(default=False, init=False)
+    """Some pod may be due: room freed since a pod was last looked at and it was held back."""
+    _tokens: float = field(default=0.0, init=False)
+    _filled: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self._tokens, self._filled = self.rate, self.now()
 
     def filtered(self, uid: str, refused: tuple[str, str] | None, at: float) -> None:
         """The pod's latest filter, which looked at the cluster at ``at``: it left the pod no node

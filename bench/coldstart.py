@@ -18,6 +18,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,10 +95,12 @@ def run(
     starts: int = 3,
     before: Path | None = None,
     within: float | None = None,
+    measured_so_far: Callable[[dict[str, Any]], None] = lambda figures: None,
 ) -> dict[str, Any]:
-    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians.
-    With ``before`` (a checkout of other code), as many starts of it, taking turns with this code's,
-    so that a busy spell of the machine falls on both."""
+    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians
+    (also given to ``measured_so_far`` after each start). With ``before`` (a checkout of other
+    code), as many starts of it, taking turns with this code's, so that a busy spell of the machine
+    falls on both."""
     sources = {"after": REPO} if before is None else {"before": before, "after": REPO}
 
     async def main() -> dict[str, Any]:
@@ -106,6 +109,11 @@ def run(
             present = len(await _existing(h))
             runs: dict[str, list[dict[str, float]]] = {label: [] for label in sources}
             allowed = within if within is not None else 120 + nodes * 0.02
+            out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}
+
+            def figures() -> dict[str, Any]:
+                return out | {label: {"starts": done, "median": medians(done)} for label, done in runs.items()}
+
             for i in range(starts):
                 for label, source in sources.items():
                     log = h.work / f"coldstart-{nodes}-{label}-{i}.log"
@@ -113,9 +121,9 @@ def run(
                         runs[label].append(await cold_start(h.pki, h.env, log, allowed, source))
                     except NotReadyError:  # counted as not Ready within the time allowed
                         runs[label].append({"spawn_to_ready": allowed, "not_ready": 1.0})
+                    measured_so_far(figures())
                     await asyncio.sleep(5)  # the apiserver lets go of the last start's watches
-            out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}
-            return out | {label: {"starts": done, "median": medians(done)} for label, done in runs.items()}
+            return figures()
 
     return asyncio.run(main())
 
@@ -142,6 +150,7 @@ def main() -> int:
         args.starts,
         args.before,
         args.within,
+        lambda so_far: args.out.write_text(json.dumps(so_far, indent=2)) if args.out else None,
     )
     text = json.dumps(measured, indent=2)
     if args.out:

@@ -18,6 +18,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,19 @@ def medians(starts: list[dict[str, float]]) -> dict[str, float]:
 
 
 def run(
-    kubeconfig: Path, work: Path, nodes: int, pods_per_node: int = 1, starts: int = 3, before: Path | None = None
+    kubeconfig: Path,
+    work: Path,
+    nodes: int,
+    pods_per_node: int = 1,
+    starts: int = 3,
+    before: Path | None = None,
+    within: float | None = None,
+    measured_so_far: Callable[[dict[str, Any]], None] = lambda figures: None,
 ) -> dict[str, Any]:
-    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians.
-    With ``before`` (a checkout of other code), as many starts of it, taking turns with this code's,
-    so that a busy spell of the machine falls on both."""
+    """Fill the cluster to ``nodes`` nodes, then ``starts`` cold starts; every start and the medians
+    (also given to ``measured_so_far`` after each start). With ``before`` (a checkout of other
+    code), as many starts of it, taking turns with this code's, so that a busy spell of the machine
+    falls on both."""
     sources = {"after": REPO} if before is None else {"before": before, "after": REPO}
 
     async def main() -> dict[str, Any]:
@@ -99,17 +108,22 @@ def run(
             filled = await populate(h, nodes, pods_per_node)
             present = len(await _existing(h))
             runs: dict[str, list[dict[str, float]]] = {label: [] for label in sources}
-            within = 120 + nodes * 0.02
+            allowed = within if within is not None else 120 + nodes * 0.02
+            out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}
+
+            def figures() -> dict[str, Any]:
+                return out | {label: {"starts": done, "median": medians(done)} for label, done in runs.items()}
+
             for i in range(starts):
                 for label, source in sources.items():
                     log = h.work / f"coldstart-{nodes}-{label}-{i}.log"
                     try:
-                        runs[label].append(await cold_start(h.pki, h.env, log, within, source))
+                        runs[label].append(await cold_start(h.pki, h.env, log, allowed, source))
                     except NotReadyError:  # counted as not Ready within the time allowed
-                        runs[label].append({"spawn_to_ready": within, "not_ready": 1.0})
+                        runs[label].append({"spawn_to_ready": allowed, "not_ready": 1.0})
+                    measured_so_far(figures())
                     await asyncio.sleep(5)  # the apiserver lets go of the last start's watches
-            out: dict[str, Any] = {"nodes": present, "pods_per_node": pods_per_node, "filled": filled}
-            return out | {label: {"starts": done, "median": medians(done)} for label, done in runs.items()}
+            return figures()
 
     return asyncio.run(main())
 
@@ -121,6 +135,7 @@ def main() -> int:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write the figures here as JSON too")
     parser.add_argument("--before", type=Path, help="a checkout of other code, started in turns with this one")
+    parser.add_argument("--within", type=float, help="seconds a start may take to Ready (default 120 + nodes / 50)")
     args = parser.parse_args()
     from bench.__main__ import cluster_kubeconfig, install_crds
     from bench.harness import bin_dir
@@ -134,6 +149,8 @@ def main() -> int:
         args.pods_per_node,
         args.starts,
         args.before,
+        args.within,
+        lambda so_far: args.out.write_text(json.dumps(so_far, indent=2)) if args.out else None,
     )
     text = json.dumps(measured, indent=2)
     if args.out:

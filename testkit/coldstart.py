@@ -2,6 +2,7 @@
 /readyz, and read where its start went (the ``toposched_extender_start_*`` gauges) at that moment."""
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -38,8 +39,8 @@ async def cold_start(
     pki: ExtenderPKI, env: dict[str, str], log: Path, within: float, source: Path = REPO
 ) -> dict[str, float]:
     """One cold start of the extender alone (the code in ``source``, against the cluster of
-    ``env``'s KUBECONFIG): seconds from spawning it to /readyz, and its breakdown as /readyz first
-    said ok. Raises NotReadyError past ``within`` seconds."""
+    ``env``'s KUBECONFIG): seconds from spawning it to /readyz, the machine's load then, and the
+    breakdown as /readyz first said ok. Raises NotReadyError past ``within`` seconds."""
     port, metrics = free_port(), free_port()
     args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(port)]
     args += ["--metrics-port", str(metrics), "--no-remediation", "--no-controllers", *schedhook_tls_args(pki)]
@@ -52,7 +53,9 @@ async def cold_start(
             await asyncio.sleep(0.05)
         spawned_to_ready = time.monotonic() - started
         page = await asyncio.to_thread(_get, f"http://127.0.0.1:{metrics}/metrics")
-        return {"spawn_to_ready": round(spawned_to_ready, 2), **start_figures(page)}
+        # The machine's load when it turned Ready: on shared cores, the lists wait for CPU.
+        load = os.getloadavg()[0]
+        return {"spawn_to_ready": round(spawned_to_ready, 2), "load_1m": load, **start_figures(page)}
     finally:
         proc.terminate()
         try:

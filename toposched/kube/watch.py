@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -45,8 +45,12 @@ class ListStats:
     """From the first request to the last page parsed (wall clock)."""
     parse_seconds: float = 0.0
     """Of which parsing pages (JSON, and ``slim``)."""
+    began: float = field(default_factory=time.perf_counter)
+    """When the first request went out (``time.perf_counter``)."""
     pages: int = 0
+    """Requests answered (one for a streaming list)."""
     bytes: int = 0
+    """As sent: pages, or the stream's events up to its end."""
     objects: int = 0
 
 
@@ -61,7 +65,7 @@ async def list_objects(
     it is never taken for an empty or partial list.
     """
     stats = stats if stats is not None else ListStats()
-    began = time.perf_counter()
+    stats.began = time.perf_counter()
     items: Items = []
     token = ""
     while True:
@@ -84,7 +88,7 @@ async def list_objects(
         metadata = body.get("metadata") or {}
         token = str(metadata.get("continue") or "")
         if not token:
-            stats.objects, stats.seconds = len(items), time.perf_counter() - began
+            stats.objects, stats.seconds = len(items), time.perf_counter() - stats.began
             return items, str(metadata.get("resourceVersion") or "")
 
 
@@ -184,8 +188,8 @@ class _Follower:
         self.outage = Outage(logger, f"watch of {what}")
         self.backoff = RETRY_FIRST
         self.version: str | None = None  # None: list (again)
-        self.initial: tuple[Items, ListStats, float] | None = None
-        """A streaming list under way: its objects so far, its figures, when it began."""
+        self.initial: tuple[Items, ListStats] | None = None
+        """A streaming list under way: its objects so far, and its figures."""
 
     async def run(self) -> None:
         while True:
@@ -196,7 +200,7 @@ class _Follower:
                     items, self.version = await list_objects(self.lister, self.slim, stats, **self.params)
                     self._listed(items, stats)
                 elif self.version is None:
-                    self.initial = ([], ListStats(pages=1), time.perf_counter())
+                    self.initial = ([], ListStats(pages=1))
                 await self._watch()
                 if self.initial is not None:  # the stream ended before all its objects came: again
                     self.version = None
@@ -256,14 +260,14 @@ class _Follower:
     def _initial_event(self, event: dict[str, Any], size: int, parsing: float) -> None:
         """One event of a streaming list: an object, or the bookmark that says they have all come."""
         assert self.initial is not None
-        items, stats, began = self.initial
+        items, stats = self.initial
         kind, obj = event.get("type"), event["object"]
         if kind == "ADDED":
             items.append(self.slim(obj) if self.slim else obj)
         stats.bytes += size
         stats.parse_seconds += time.perf_counter() - parsing
         if kind == "BOOKMARK" and (obj["metadata"].get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
-            stats.objects, stats.seconds = len(items), time.perf_counter() - began
+            stats.objects, stats.seconds = len(items), time.perf_counter() - stats.began
             self.initial = None
             self._listed(items, stats)
 

@@ -53,15 +53,6 @@ async def run(calls: list[Call], wait: float = 10.0) -> list[str]:
             ["a", "a.", "b", "b.", "c", "c."],
             id="three-in-a-row",
         ),
-    ],
-)
-async def test_a_nodes_calls_run_one_at_a_time_in_prediction_order(calls: list[Call], expected: list[str]) -> None:
-    assert await run(calls) == expected
-
-
-@pytest.mark.parametrize(
-    ("calls", "expected"),
-    [
         pytest.param(
             [("a", "n1", 0.05, False, "k1"), ("b", "n1", 0.0, False, "k1")],
             ["a", "b", "b.", "a."],
@@ -94,7 +85,7 @@ async def test_a_nodes_calls_run_one_at_a_time_in_prediction_order(calls: list[C
         ),
     ],
 )
-async def test_calls_in_a_row_of_one_kind_go_together(calls: list[Call], expected: list[str]) -> None:
+async def test_a_nodes_calls_go_in_prediction_order_one_kind_together(calls: list[Call], expected: list[str]) -> None:
     assert await run(calls) == expected
 
 

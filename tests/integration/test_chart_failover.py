@@ -44,6 +44,10 @@ AGAIN = 3
 SETTLE = 60.0
 """Seconds the last pods may take to be bound once the stream stops (shortly after the last fault):
 a pod left for kube-scheduler's 5-minute retry of unschedulable pods would not make it."""
+SETUP_WAIT = 180.0
+"""Seconds the cluster may take to reach a step's state (pods placed on the spared nodes, both
+replicas Ready): not a measured figure, and on a loaded machine pods sit in ContainerCreating for
+minutes (60 s failed there)."""
 MISALIGNED = "toposched: cannot align container"
 """How the extender refuses a pod no NUMA zone of a node can take now."""
 
@@ -228,7 +232,7 @@ async def narrow(stream: Stream, names: list[str]) -> None:
         older = all(r.node or r.deleted for r in records if r.created < since)
         return older and any(r.node for r in records if r.created >= since)
 
-    await wait_for(settled, within=60, what=f"the stream placing pods on {', '.join(names)}")
+    await wait_for(settled, within=SETUP_WAIT, what=f"the stream placing pods on {', '.join(names)}")
 
 
 async def read_lease(api: client.ApiClient, release: Release) -> Any:
@@ -267,7 +271,7 @@ async def replicas_ready(api: client.ApiClient, release: Release, on: set[str]) 
         pods = [p for p in await scheduler_pods(api, release) if p.spec.node_name in on]
         return len(pods) == 2 and all(is_ready(p) for p in pods)
 
-    await wait_for(ready, within=90, what=f"both scheduler replicas Ready on {', '.join(sorted(on))}")
+    await wait_for(ready, within=SETUP_WAIT, what=f"both scheduler replicas Ready on {', '.join(sorted(on))}")
 
 
 async def evict(api: client.ApiClient, release: Release, node: str) -> None:

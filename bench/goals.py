@@ -80,6 +80,13 @@ def cpu_text(figures: dict[str, Any], scheduler: str) -> str:
     return f"{parts} (sum {sum(v for _, v in shown):.2f})"
 
 
+def requests_text(sc: dict[str, Any]) -> str:
+    """The extender's mean time per request by verb, in the last backlog with raised limits."""
+    requests = sc.get("extender_requests") or {}
+    verbs = [f"{verb} {v['mean_ms']:g} ms" for verb, v in sorted(requests.items()) if isinstance(v, dict)]
+    return f"the extender's mean time per request (last backlog): {', '.join(verbs)}" if verbs else ""
+
+
 def _throughput(size: str, sc: dict[str, Any], raised: dict[str, Any]) -> Iterable[Verdict]:
     tp, alone, sp = (_median(raised, s, "pods_per_second") for s in ("toposched", "plain", "sp-numa"))
     ratio = _median(raised, "toposched", "throughput_ratio")
@@ -87,6 +94,7 @@ def _throughput(size: str, sc: dict[str, Any], raised: dict[str, Any]) -> Iterab
     if sc["nodes"] in (1000, 5000) and sc.get("shape", TWO_NUMA) == TWO_NUMA:
         measured = f"{ratio:g} x: {tp:g} vs {alone:g} pods/s (median of {runs})" if ratio and tp and alone else "-"
         why = f"CPU ms per pod, alone: {cpu_text(raised, 'plain')}; with toposched: {cpu_text(raised, 'toposched')}"
+        why = "; ".join(filter(None, (why, requests_text(sc))))
         short = ratio is not None and ratio < 0.8
         goal = f"{size}: toposched >= 0.8 x kube-scheduler alone's throughput"
         yield Verdict(goal, 0.8, False, ratio, measured, why if short else "")
@@ -112,9 +120,7 @@ def _cpu(size: str, raised: dict[str, Any]) -> Verdict:
 def _latency(size: str, sc: dict[str, Any], raised: dict[str, Any]) -> Verdict:
     tp, alone = _median(raised, "toposched", "stream_p99_ms"), _median(raised, "plain", "stream_p99_ms")
     ratio = tp / alone if tp is not None and alone else None
-    requests = sc.get("extender_requests") or {}
-    verbs = [f"{verb} {v['mean_ms']} ms" for verb, v in sorted(requests.items()) if isinstance(v, dict)]
-    shows = f"the extender's mean time per request (last backlog): {', '.join(verbs)}" if verbs else ""
+    shows = requests_text(sc)
     return Verdict(
         f"{size}: paced creation -> bound p99 <= 1.3 x alone's",
         1.3,

@@ -17,6 +17,8 @@ from bench.stats import fit_line
 RAISED = RAISED_LIMITS.name
 """The key of the runs with raised client limits in a size's figures (``bench.scale``)."""
 TWO_NUMA = "two-numa"
+GOAL_SIZES = (1000, 5000)
+"""The two-NUMA sizes the goals against kube-scheduler alone name."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ def _throughput(size: str, sc: dict[str, Any], raised: dict[str, Any]) -> Iterab
     tp, alone, sp = (_median(raised, s, "pods_per_second") for s in ("toposched", "plain", "sp-numa"))
     ratio = _median(raised, "toposched", "throughput_ratio")
     runs = (sc.get("client_limits") or {}).get(RAISED, {}).get("repeats", "?")
-    if sc["nodes"] in (1000, 5000) and sc.get("shape", TWO_NUMA) == TWO_NUMA:
+    if sc["nodes"] in GOAL_SIZES and sc.get("shape", TWO_NUMA) == TWO_NUMA:
         measured = f"{ratio:g} x: {tp:g} vs {alone:g} pods/s (median of {runs})" if ratio and tp and alone else "-"
         why = f"CPU ms per pod, alone: {cpu_text(raised, 'plain')}; with toposched: {cpu_text(raised, 'toposched')}"
         why = "; ".join(filter(None, (why, requests_text(sc))))
@@ -134,15 +136,16 @@ def _latency(size: str, sc: dict[str, Any], raised: dict[str, Any]) -> Verdict:
 def issue_goals(sizes: dict[str, Any]) -> list[Verdict]:
     """Against kube-scheduler alone and scheduler-plugins, with raised client limits, medians of the runs."""
     verdicts: list[Verdict] = []
-    for size, sc in sizes.items():
-        if "nodes" not in sc or "skipped" in sc:
+    named = {str(n): {"nodes": n} for n in GOAL_SIZES}  # judged even when the curve lacks them
+    for size, sc in (named | sizes).items():
+        if "nodes" not in sc:
             continue
         raised = sc.get(RAISED) or {}
         verdicts += _throughput(size, sc, raised)
         two_numa = sc.get("shape", TWO_NUMA) == TWO_NUMA
         if two_numa and sc["nodes"] == 5000:
             verdicts.append(_cpu(size, raised))
-        if two_numa and sc["nodes"] in (1000, 5000):
+        if two_numa and sc["nodes"] in GOAL_SIZES:
             verdicts.append(_latency(size, sc, raised))
     return verdicts
 

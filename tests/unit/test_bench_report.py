@@ -191,3 +191,10 @@ def test_the_curves_are_plotted_beside_the_report(rendered: tuple[str, Path]) ->
     plots = rendered[1]
     assert (plots / "scale-curve.png").exists()
     assert not (plots / "latency.png").exists()  # no run kept its latencies: no CDF
+
+
+def test_a_goal_at_a_size_the_curve_lacks_is_listed_as_not_measured() -> None:
+    verdicts = goals.issue_goals({"1000": CURVE["1000"]})
+    missing = [v for v in verdicts if v.goal.startswith("5000")]
+    assert len(missing) == 4
+    assert {(v.met, v.margin, v.measured) for v in missing} == {(None, "not measured", "-")}

@@ -160,13 +160,7 @@ async def _measure(kubeconfig: Path, nodes: int, pods: int, out: Path) -> dict[s
             await h.delete_nodes(s.name for s in specs)
     sampled = stacks(raw.read_text())
     raw.unlink()
-    busy: Counter[tuple[str, ...]] = Counter(
-        {
-            s: n
-            for s, n in sampled.items()
-            if not any(f.startswith(w) for f in s for w in SHARES["idle (waiting in select)"])
-        }
-    )
+    busy = sampled  # py-spy samples running threads only: the waits are not in it
     graphs = {"extender": svg(busy, f"toposched extender, {pods}-pod backlog at {nodes} nodes, busy samples")}
     for name, function in PATHS.items():
         graphs[name] = svg(rooted(busy, function), f"{function}, {pods}-pod backlog at {nodes} nodes")

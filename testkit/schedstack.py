@@ -75,15 +75,7 @@ class SchedulerStack:
         """The extender first (ready once its cache synced), then kube-scheduler."""
         self.work.mkdir(parents=True, exist_ok=True)
         pki = self.pki = extender_pki(self.work / "pki")
-        args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(self.port)]
-        args += ["--loopback-port", str(self.loopback_port), "--metrics-port", "0", *schedhook_tls_args(pki)]
-        extender = self._start("extender", [*args, *self.extender_args])
-        deadline = time.monotonic() + timeout
-        while not ready(self.port, pki):
-            if extender.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise StackError(f"the extender did not become ready:\n{_tail(self.log('extender'))}")
-            time.sleep(0.2)
+        self._start_extender(timeout)
         config = scheduler_config(self.kubeconfig, self.loopback_port, pki, loopback=True)
         path = self.work / f"{self.profile}.yaml"
         path.write_text(config.replace("schedulerName: toposched", f"schedulerName: {self.profile}"))
@@ -93,6 +85,26 @@ class SchedulerStack:
         if scheduler.poll() is not None:
             self.stop()
             raise StackError(f"kube-scheduler exited:\n{_tail(self.log('kube-scheduler'))}")
+
+    def _start_extender(self, timeout: float) -> None:
+        assert self.pki is not None
+        args = [sys.executable, "-m", "toposched", "schedhook", "--address", "127.0.0.1", "--port", str(self.port)]
+        args += ["--loopback-port", str(self.loopback_port), "--metrics-port", "0", *schedhook_tls_args(self.pki)]
+        extender = self._start("extender", [*args, *self.extender_args])
+        deadline = time.monotonic() + timeout
+        while not ready(self.port, self.pki):
+            if extender.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise StackError(f"the extender did not become ready:\n{_tail(self.log('extender'))}")
+            time.sleep(0.2)
+
+    def restart_extender(self, timeout: float = 60) -> None:
+        """Kill the extender (SIGKILL: nothing of it is kept) and start a new one on the same ports;
+        kube-scheduler keeps running, and its queue."""
+        old = self.processes.pop("extender")
+        old.kill()
+        old.wait(10)
+        self._start_extender(timeout)
 
     def stop(self, timeout: float = 15) -> None:
         for proc in self.processes.values():

@@ -5,6 +5,7 @@ retry of unschedulable pods. With it, the extender patches ``toposched.io/requeu
 and kube-scheduler binds it within seconds.
 """
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -122,5 +123,27 @@ async def test_a_pod_refused_on_a_blind_node_is_bound_once_its_nrt_is_there(
     await client.CustomObjectsApi(api).create_cluster_custom_object(*NRTS, nrt(node, (4, 4)))
     pod, seconds = await bound_within(api, namespace, name, freed)
     print(f"refused ({why}); bound {seconds:.1f} s after its NRT came")
+    assert pod.spec.node_name == node[0]
+    assert REQUEUED_AT_ANNOTATION in (pod.metadata.annotations or {})
+
+
+async def test_a_pod_refused_before_an_extender_restart_is_bound_once_the_new_one_acts(
+    api: client.ApiClient, namespace: str, stack: SchedulerStack, node: tuple[str, str]
+) -> None:
+    """Refused, then the extender is killed and room frees while none runs: the new process knows
+    nothing of the pod, and kube-scheduler saw no event; the new one adopts it on starting to act."""
+    custom = client.CustomObjectsApi(api)
+    await custom.create_cluster_custom_object(*NRTS, nrt(node, (2, 2)))
+    name = await create_pod(api, namespace, stack, node[0], cpu=3)
+    why = await refused(api, namespace, name)
+    stack.processes["extender"].kill()
+    current = await custom.get_cluster_custom_object(*NRTS, node[0])
+    room = nrt(node, (4, 2))
+    room["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    await custom.replace_cluster_custom_object(*NRTS, node[0], room)
+    await asyncio.to_thread(stack.restart_extender)
+    started = time.monotonic()
+    pod, seconds = await bound_within(api, namespace, name, started)
+    print(f"refused ({why}); bound {seconds:.1f} s after a new extender was Ready")
     assert pod.spec.node_name == node[0]
     assert REQUEUED_AT_ANNOTATION in (pod.metadata.annotations or {})

@@ -10,10 +10,15 @@ The patch changes nothing the user wrote, and carries the pod's uid, so a pod de
 again under the same name is left alone (422). A pod gone (404), changed under us (409) or
 refused (422) is skipped and forgotten; an apiserver that does not answer drops the round (said
 once per outage; kube-scheduler's own retry still comes). Only the acting replica wakes.
+
+When this replica starts acting (the process started, or its scheduler took the Lease over), it
+first lists the unbound pods and adopts those kube-scheduler holds as refused by the extender
+(``wakeups.refused_earlier``): the process that refused them, and what it knew, may be gone, and
+kube-scheduler watches none of what frees their room. A failed list is tried again next tick.
 """
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from prometheus_client import Counter
@@ -24,7 +29,7 @@ from toposched.kube.outage import Outage, every
 from toposched.schedhook.extender.acting import Acting
 from toposched.schedhook.extender.roomwatch import RoomWatch
 from toposched.schedhook.extender.store import ObjectStore, store_key
-from toposched.schedhook.extender.wakeups import Refused, Wakeups
+from toposched.schedhook.extender.wakeups import Refused, Wakeups, refused_earlier
 
 logger = logging.getLogger(__name__)
 WOKEN = Counter(
@@ -36,6 +41,9 @@ TICK = 0.5
 """Seconds between two looks at the room: the changes within one are one trigger."""
 SKIPPED = (404, 409, 422)
 """Answers that concern the pod alone: it is skipped, not the round."""
+PAGE = 500
+"""Pods per page of the unbound pods' list when starting to act."""
+UNBOUND = {"fieldSelector": "spec.nodeName="}
 
 
 @dataclass
@@ -46,6 +54,8 @@ class Requeue:
     api: rest.Kube
     acting: Acting | None = None
     """Who acts (None: this replica always does)."""
+    _swept: bool = field(default=False, init=False)
+    """The pods refused before this replica acted are adopted (reset when it stops acting)."""
 
     async def round(self) -> int:
         """Look at the room, and wake the pods due; how many were woken."""
@@ -54,7 +64,10 @@ class Requeue:
             logger.debug("room may have freed: %s", ", ".join(freed))
             self.wakeups.freed()
         if self.acting is not None and self.acting.why_not():
+            self._swept = False
             return 0  # the standby: its scheduler does not call it, so it refused no pod anyway
+        if not self._swept:
+            await self._sweep()
         due = self.wakeups.due(self._bound)
         woken = 0
         for uid, pod in due:
@@ -71,6 +84,21 @@ class Requeue:
         if woken:
             logger.debug("woke %d refused pod(s) for kube-scheduler to try again: room may have freed", woken)
         return woken
+
+    async def _sweep(self) -> None:
+        """Adopt the pods kube-scheduler holds as refused by the extender (before this replica acted)."""
+        found = []
+        params = {**UNBOUND, "limit": str(PAGE)}
+        while True:
+            page = await self.api.get(rest.path("", "v1", "pods"), **params)
+            found += [pod for item in page.get("items") or [] if (pod := refused_earlier(item))]
+            params["continue"] = str((page.get("metadata") or {}).get("continue") or "")
+            if not params["continue"]:
+                break
+        self._swept = True
+        adopted = self.wakeups.adopt(found)
+        if adopted:
+            logger.info("acting: %d pod(s) refused before will be tried again (room may have freed meanwhile)", adopted)
 
     def _bound(self, uid: str, pod: Refused) -> bool:
         """Bound since, by any binder: the store holds bound pods only."""

@@ -11,11 +11,16 @@ A pod is woken once per freeing at most, the next time only after its own wait, 
 each wake up to ``LONGEST`` (a pod that keeps being refused is not woken at every NRT update); all
 wakes share a budget of ``RATE`` a second, oldest refusal first, so a backlog never floods the
 apiserver. A pod is forgotten once bound, gone, or filtered again with a node that fits.
+
+What a process refused dies with it. A replica that starts acting (a new process, a standby whose
+scheduler took the Lease) adopts the pods kube-scheduler holds as refused by the extender
+(``refused_earlier``, from the pods' own PodScheduled condition): room may have freed while no one
+watched, so each is woken once, then kept like any other.
 """
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +34,9 @@ RATE = 20.0
 """Wakes (patches) a second, all pods together; also the most at once."""
 KEEP = 10_000
 """Refused pods kept at most (the oldest refusals are forgotten first)."""
+REASON_PREFIX = "toposched: "
+"""How the extender's reasons for refusing a node start; kube-scheduler quotes them in the pod's
+PodScheduled condition."""
 
 
 @dataclass
@@ -51,6 +59,24 @@ def refused_pod(pod: Mapping[str, Any], results: Results) -> tuple[str, str] | N
         return None
     name = (pod.get("metadata") or {}).get("name")
     return (results.meta.namespace, name) if isinstance(name, str) and name else None
+
+
+def refused_earlier(pod: Mapping[str, Any]) -> tuple[str, tuple[str, str]] | None:
+    """(uid, (namespace, name)) of an unbound pod kube-scheduler holds as unschedulable because the
+    extender refused it (its PodScheduled condition quotes the extender's reasons); else None."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if spec.get("nodeName") or meta.get("deletionTimestamp"):
+        return None
+    uid, namespace, name = meta.get("uid"), meta.get("namespace"), meta.get("name")
+    if not (isinstance(uid, str) and isinstance(namespace, str) and isinstance(name, str) and uid and name):
+        return None
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") != "PodScheduled":
+            continue
+        unschedulable = condition.get("status") == "False" and condition.get("reason") == "Unschedulable"
+        if unschedulable and REASON_PREFIX in str(condition.get("message") or ""):
+            return uid, (namespace, name)
+    return None
 
 
 @dataclass
@@ -84,6 +110,17 @@ class Wakeups:
             self._pending = True
         while len(self._pods) > self.keep:
             del self._pods[next(iter(self._pods))]
+
+    def adopt(self, pods: Iterable[tuple[str, tuple[str, str]]]) -> int:
+        """Pods refused before this replica acted (``refused_earlier``), at a time unknown: each is due
+        at the next ``due``, ahead of the pods this replica refused itself. How many were new."""
+        adopted = {uid: Refused(*refused, at=-math.inf) for uid, refused in pods if uid and uid not in self._pods}
+        if adopted:
+            self._pods = adopted | self._pods
+            while len(self._pods) > self.keep:
+                del self._pods[next(iter(self._pods))]
+            self.freed()
+        return len(adopted)
 
     def forget(self, uid: str) -> None:
         """Bound, gone, or placeable: nothing to wake."""

@@ -21,11 +21,21 @@ from toposched.schedhook.extender.wakeups import Wakeups
 
 
 class Api:
-    """Answers each patch with ``answer`` (an exception to raise, or None for success)."""
+    """Answers each patch with ``answer`` (an exception to raise, or None for success), and the list
+    of unbound pods with ``pages`` (one page per call, the last without a continue token)."""
 
-    def __init__(self, answer: BaseException | None) -> None:
+    def __init__(self, answer: BaseException | None, pages: list[list[dict[str, Any]]] | None = None) -> None:
         self.answer = answer
+        self.pages = pages or [[]]
         self.patches: list[tuple[str, Any]] = []
+        self.lists: list[dict[str, str]] = []
+
+    async def get(self, url_path: str, **params: str) -> Any:
+        assert url_path == "/api/v1/pods"
+        self.lists.append(params)
+        page = len(self.lists) - 1
+        token = str(page + 1) if page + 1 < len(self.pages) else ""
+        return {"items": self.pages[page], "metadata": {"continue": token}}
 
     async def patch(self, url_path: str, body: Any) -> Any:
         self.patches.append((url_path, body))
@@ -92,6 +102,47 @@ async def test_a_wake_round(
         assert body == {"metadata": {"uid": "uid-p", "annotations": {REQUEUED_AT_ANNOTATION: ANY}}}
         at = body["metadata"]["annotations"][REQUEUED_AT_ANNOTATION]
         assert datetime.fromisoformat(at).utcoffset() == timedelta(0), at  # RFC 3339, UTC
+
+
+def _held(name: str) -> dict[str, Any]:
+    """Unbound, held by kube-scheduler as refused by the extender."""
+    pod = pod_body(name, namespace="ns", uid=f"uid-{name}", cpu=1, memory="1Gi")
+    message = "0/1 nodes are available: 1 toposched: cannot align container"
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    pod["status"] = {"conditions": [condition]}
+    return pod
+
+
+async def test_a_replica_starting_to_act_wakes_the_pods_refused_before_it_once() -> None:
+    """Two pages of unbound pods, one of them held for another reason: the refused ones are woken at
+    the first round, oldest first; a standby lists nothing; a later round lists nothing again."""
+    other = pod_body("q", namespace="ns", uid="uid-q", cpu=1, memory="1Gi")
+    api = Api(None, [[_held("a"), other], [_held("b")]])
+    wake = requeue(api, why_not="this extender is a standby")
+    assert await wake.round() == 0
+    assert api.lists == []
+    wake.acting.why = ""  # type: ignore[union-attr]  # its scheduler took the Lease
+    assert await wake.round() == 3
+    assert [path.rsplit("/", 1)[1] for path, _ in api.patches] == ["a", "b", "p"]
+    assert [params.get("continue", "") for params in api.lists] == ["", "1"]
+    assert all(params["fieldSelector"] == "spec.nodeName=" for params in api.lists)
+    assert await wake.round() == 0
+    assert len(api.lists) == 2
+
+
+async def test_a_failed_list_is_tried_again_at_the_next_round() -> None:
+    api = Api(None)
+    wake = requeue(api)
+    api.get = _failing  # type: ignore[method-assign]
+    with pytest.raises(rest.ApiError):
+        await wake.round()
+    del api.get
+    assert await wake.round() == 1  # swept now, and ns/p woken
+    assert len(api.lists) == 1
+
+
+async def _failing(url_path: str, **params: str) -> Any:
+    raise rest.ApiError(500, "etcd away")
 
 
 def woken_so_far() -> float:

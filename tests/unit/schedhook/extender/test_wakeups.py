@@ -9,7 +9,7 @@ import pytest
 
 from testkit.builders import node_body, nrt_body, pod_body
 from testkit.extender import in_process
-from toposched.schedhook.extender.wakeups import Refused, Wakeups, refused_pod
+from toposched.schedhook.extender.wakeups import Refused, Wakeups, refused_earlier, refused_pod
 from toposched.schedhook.placement.evaluate import PlacementConfig, evaluate
 from toposched.schedhook.placement.snapshot import snapshot
 
@@ -143,6 +143,17 @@ def _a_backlog_within_the_budget(w: Wakeups, clock: Clock) -> list[list[str]]:
     return [[look[0], look[-1], str(len(look))] if look else [] for look in looks]
 
 
+def _adopted_on_starting_to_act(w: Wakeups, clock: Clock) -> list[list[str]]:
+    """Refused by a predecessor at a time unknown: due at once, ahead of this replica's own, then
+    kept like any other (once per freeing)."""
+    refuse(w, clock, "own")
+    clock.t += 1
+    w.adopt([("uid-old", ("ns", "old")), ("uid-own", ("ns", "own"))])  # one known already
+    first = due(w)
+    clock.t += 5
+    return [first, due(w)]
+
+
 def _refused_again_is_the_newest(w: Wakeups, clock: Clock) -> list[list[str]]:
     refuse(w, clock, "a")
     refuse(w, clock, "b", looked=clock.t + 0.1)
@@ -171,6 +182,7 @@ def _refused_again_is_the_newest(w: Wakeups, clock: Clock) -> list[list[str]]:
             id="a-backlog-within-20-a-second",
         ),
         pytest.param(_refused_again_is_the_newest, [["b", "a"]], id="oldest-refusal-first"),
+        pytest.param(_adopted_on_starting_to_act, [["old", "own"], []], id="adopted-on-acting-woken-once-first"),
     ],
 )
 def test_which_refused_pods_are_woken(steps: Steps, expected: list[list[str]]) -> None:
@@ -217,3 +229,38 @@ async def test_the_coordinator_keeps_the_pods_its_filter_refused_until_one_fits_
         kept.append("uid-p" in coordinator.wakeups)
     await coordinator.bind("ns", "p", "uid-p", "n1")  # no API here: refused, but kube-scheduler chose a node
     assert [*kept, "uid-p" in coordinator.wakeups] == [True, False, True, False]
+
+
+REFUSED = "0/3 nodes are available: 3 toposched: cannot align container"
+
+
+def _held(reason: str = "Unschedulable", message: str = REFUSED, **meta: Any) -> dict[str, Any]:
+    """An unbound pod with the PodScheduled condition kube-scheduler writes."""
+    pod = pod_body("p", namespace="ns", uid="uid-p", cpu=1, memory="1Gi")
+    pod["metadata"].update(meta)
+    pod["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message}]}
+    return pod
+
+
+def _bound_pod() -> dict[str, Any]:
+    pod = _held()
+    pod["spec"]["nodeName"] = "n1"
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param(_held(), ("uid-p", ("ns", "p")), id="refused-by-the-extender"),
+        pytest.param(_held(message="0/3 nodes are available: 3 Insufficient cpu."), None, id="refused-by-a-plugin"),
+        pytest.param(_held(reason="SchedulingGated", message="toposched: gated"), None, id="gated"),
+        pytest.param(_held(deletionTimestamp="2026-01-01T00:00:00Z"), None, id="being-deleted"),
+        pytest.param(_bound_pod(), None, id="bound"),
+        pytest.param({"metadata": {"name": "p", "namespace": "ns"}, "status": _held()["status"]}, None, id="no-uid"),
+        pytest.param({"metadata": {"uid": "u", "name": "p", "namespace": "ns"}}, None, id="no-status"),
+    ],
+)
+def test_which_unbound_pods_a_replica_adopts_on_starting_to_act(
+    pod: dict[str, Any], expected: tuple[str, tuple[str, str]] | None
+) -> None:
+    assert refused_earlier(pod) == expected

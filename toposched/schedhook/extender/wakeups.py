@@ -71,7 +71,7 @@ def refused_earlier(pod: Mapping[str, Any]) -> tuple[str, tuple[str, str]] | Non
     if not (isinstance(uid, str) and isinstance(namespace, str) and isinstance(name, str) and uid and name):
         return None
     for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") != "PodScheduled":
+        if not isinstance(condition, dict) or condition.get("type") != "PodScheduled":
             continue
         unschedulable = condition.get("status") == "False" and condition.get("reason") == "Unschedulable"
         if unschedulable and REASON_PREFIX in str(condition.get("message") or ""):

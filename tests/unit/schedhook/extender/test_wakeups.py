@@ -258,6 +258,11 @@ def _bound_pod() -> dict[str, Any]:
         pytest.param(_bound_pod(), None, id="bound"),
         pytest.param({"metadata": {"name": "p", "namespace": "ns"}, "status": _held()["status"]}, None, id="no-uid"),
         pytest.param({"metadata": {"uid": "u", "name": "p", "namespace": "ns"}}, None, id="no-status"),
+        pytest.param(
+            {"metadata": {"uid": "u", "name": "p", "namespace": "ns"}, "status": {"conditions": ["x"]}},
+            None,
+            id="a-condition-not-an-object",
+        ),
     ],
 )
 def test_which_unbound_pods_a_replica_adopts_on_starting_to_act(

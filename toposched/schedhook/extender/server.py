@@ -17,6 +17,7 @@ from aiohttp.typedefs import Middleware
 from prometheus_client import Counter, Histogram
 
 from toposched.schedhook.extender.coordinator import Coordinator
+from toposched.schedhook.extender.wakeups import REASON_PREFIX
 
 MAX_EXTENDER_PRIORITY = 10
 LATENCY = Histogram(
@@ -53,7 +54,7 @@ class Extender:
             return _json({"NodeNames": [], "FailedNodes": {}, "Error": f"toposched: {results.pod_error}"})
         body = {
             "NodeNames": results.fitting(),
-            "FailedNodes": results.failed("toposched: "),
+            "FailedNodes": results.failed(REASON_PREFIX),
             "FailedAndUnresolvableNodes": {},
             "Error": "",
         }

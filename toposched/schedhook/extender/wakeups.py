@@ -108,8 +108,7 @@ class Wakeups:
         self._pods[uid] = entry
         if at < self._freed_at:  # room freed while this filter was under way
             self._pending = True
-        while len(self._pods) > self.keep:
-            del self._pods[next(iter(self._pods))]
+        self._trim()
 
     def adopt(self, pods: Iterable[tuple[str, tuple[str, str]]]) -> int:
         """Pods refused before this replica acted (``refused_earlier``), at a time unknown: each is due
@@ -117,10 +116,13 @@ class Wakeups:
         adopted = {uid: Refused(*refused, at=-math.inf) for uid, refused in pods if uid and uid not in self._pods}
         if adopted:
             self._pods = adopted | self._pods
-            while len(self._pods) > self.keep:
-                del self._pods[next(iter(self._pods))]
+            self._trim()
             self.freed()
         return len(adopted)
+
+    def _trim(self) -> None:
+        while len(self._pods) > self.keep:
+            del self._pods[next(iter(self._pods))]
 
     def forget(self, uid: str) -> None:
         """Bound, gone, or placeable: nothing to wake."""

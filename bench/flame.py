@@ -160,10 +160,10 @@ async def _measure(kubeconfig: Path, nodes: int, pods: int, out: Path) -> dict[s
             await h.delete_nodes(s.name for s in specs)
     sampled = stacks(raw.read_text())
     raw.unlink()
-    busy = sampled  # py-spy samples running threads only: the waits are not in it
-    graphs = {"extender": svg(busy, f"toposched extender, {pods}-pod backlog at {nodes} nodes, busy samples")}
+    # py-spy samples running threads only: every sample is a busy one, the waits are not in it
+    graphs = {"extender": svg(sampled, f"toposched extender, {pods}-pod backlog at {nodes} nodes, busy samples")}
     for name, function in PATHS.items():
-        graphs[name] = svg(rooted(busy, function), f"{function}, {pods}-pod backlog at {nodes} nodes")
+        graphs[name] = svg(rooted(sampled, function), f"{function}, {pods}-pod backlog at {nodes} nodes")
     files = {}
     for name, text in graphs.items():
         path = out / f"flame-{name}.svg"

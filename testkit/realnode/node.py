@@ -333,6 +333,17 @@ class RealNode:
         deleted them when it started)."""
         _restart_kubelet(self, timeout)
 
+    def stop_kubelet(self, *, kill: bool = False) -> None:
+        """Stop the kubelet alone (SIGTERM, or SIGKILL with ``kill``), as a service stop or a
+        crash does: containerd and the containers keep running, the Node stays. ``start_kubelet``
+        brings it back on the same state."""
+        self.ensure_running()
+        _stop_kubelet(self, signal.SIGKILL if kill else signal.SIGTERM)
+
+    def start_kubelet(self, timeout: float = 90) -> None:
+        """Start the kubelet stopped by ``stop_kubelet``; returns as ``restart_kubelet`` does."""
+        _start_kubelet(self, timeout)
+
 
 # -- add / reset / remove ---------------------------------------------------------------------------
 
@@ -1006,14 +1017,16 @@ def _wait_ready(node: RealNode, started: float, launch: _Launch) -> None:
 
 
 def _restart_kubelet(node: RealNode, timeout: float) -> None:
-    """SIGTERM the node's kubelet (SIGKILL after 10 s) and run kubelet.sh again in the node's mount
-    namespace (entered through its containerd) and daemons cgroup; wait as :func:`_start` does,
-    then for the device plugin to register with the new kubelet."""
+    """Stop the kubelet (:func:`_stop_kubelet`) and start it again (:func:`_start_kubelet`)."""
     node.ensure_running()
-    containerd = next((p for p in node.pids() if host.comm(p) == "containerd" and host.alive(p)), None)
-    if containerd is None:
-        raise _died(node, "its containerd is not running (reset the node instead)")
-    for signum, within in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+    _stop_kubelet(node, signal.SIGTERM)
+    _start_kubelet(node, timeout)
+
+
+def _stop_kubelet(node: RealNode, first: signal.Signals) -> None:
+    """Send the node's kubelet ``first`` (SIGKILL after 10 s) and wait for it to exit; containerd
+    and the containers keep running."""
+    for signum, within in ((first, 10.0), (signal.SIGKILL, 5.0)):
         for pid in node.pids():
             if host.comm(pid) == "kubelet":
                 with contextlib.suppress(ProcessLookupError):
@@ -1026,6 +1039,17 @@ def _restart_kubelet(node: RealNode, timeout: float) -> None:
     if old is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             old.wait(5)
+
+
+def _start_kubelet(node: RealNode, timeout: float) -> None:
+    """Run kubelet.sh again in the node's mount namespace (entered through its containerd) and
+    daemons cgroup; wait as :func:`_start` does, then for the device plugin and the DRA driver
+    to register with the new kubelet."""
+    if node.kubelet_running():
+        raise RealNodeError(f"the kubelet of {node.name} is already running")
+    containerd = next((p for p in node.pids() if host.comm(p) == "containerd" and host.alive(p)), None)
+    if containerd is None:
+        raise _died(node, "its containerd is not running (reset the node instead)")
     plugin, driver = node.device_plugin, node.dra_driver
     since, driver_since = plugin.log_size(), driver.log_size()
     started = time.time()

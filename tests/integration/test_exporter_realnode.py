@@ -37,6 +37,7 @@ from testkit.realnode.exporter import (
 from testkit.realnode.topology import GIB
 from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY,
+    NRT_ATTR_KUBELET_RESTART,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_SOURCE,
     NRT_ATTR_PODRESOURCES,
@@ -44,6 +45,7 @@ from toposched.apis.constants import (
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
 )
 from toposched.apis.fingerprint import METHOD_EXCLUSIVE, fingerprint
+from toposched.exporter.restarts import HOLD
 from toposched.schedhook.placement.freshness import accounted
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.parse import placed_pod, pod_from_spec
@@ -159,3 +161,75 @@ async def test_estimates_without_podresources_equal_the_kubelets_allocatable(
         assert not exporter.ready()  # PodResources never answered
     finally:
         exporter.stop()
+
+
+@pytest.fixture
+def unreconciled_node(kubeconfig: Path) -> Iterator[RealNode]:
+    """A real node whose CPU Manager never drops stale entries on its own (its reconcile period is
+    longer than the test): only an admission does, as right after a restart."""
+    name = f"rk-{uuid.uuid4().hex[:6]}"
+    node = add_node(name, TOPOLOGY, KubeletSettings(extra={"cpuManagerReconcilePeriod": "30m"}))
+    yield node
+    remove_node(name)
+    assert leftovers(name) == []
+
+
+def _cpus_available(nrt: dict[str, Any] | None) -> list[int] | None:
+    if nrt is None:
+        return None
+    figures = nrt_figures(nrt, ["cpu"])
+    return [figures[zone]["cpu"][1] for zone in sorted(figures)]
+
+
+async def test_a_restarted_kubelet_holds_a_deleted_pods_cpus_for_its_first_pods(
+    api: client.ApiClient, namespace: str, unreconciled_node: RealNode
+) -> None:
+    """A pod deleted shortly before its kubelet restarts keeps its CPUs in the kubelet's checkpoint.
+    Running, the kubelet drops them at the next admission, and the NRT counts them free; a started
+    kubelet admits its first pods from the apiserver before it drops anything, and a pod among them
+    that needs those CPUs is rejected (chaos, seed 11: a TopologyAffinityError). So from the kubelet
+    going away until it has admitted its first pods the NRT counts them held, and says so."""
+    core = client.CoreV1Api(api)
+    real_node = unreconciled_node
+    node = real_node.name
+    with running_exporter(real_node, period=PERIOD) as exporter:
+        # Zone 1 (CPUs 4-7) full with "f", then zone 0 (CPUs 1-3, CPU 0 reserved) with "a".
+        for name, cpus in (("f", 4), ("a", 3)):
+            await core.create_namespaced_pod(namespace, workload_pod(name, node=node, cpu=cpus, memory="256Mi"))
+            await wait_pod_phase(api, namespace, name, {"Running"})
+        await asyncio.to_thread(wait_agreement, exporter, PERIOD)
+        assert _cpus_available(await asyncio.to_thread(published_nrt, real_node)) == [0, 0]
+
+        uid = (await core.read_namespaced_pod("a", namespace)).metadata.uid
+        await core.delete_namespaced_pod("a", namespace, grace_period_seconds=0)
+        await wait_pod_gone(api, namespace, "a")
+
+        async def free_in_zone_0(count: int) -> dict[str, Any] | None:
+            nrt = await asyncio.to_thread(published_nrt, real_node)
+            available = _cpus_available(nrt)
+            return nrt if available and available[0] == count else None
+
+        await wait_for(lambda: free_in_zone_0(3), within=PERIOD, what="a's CPUs counted free while the kubelet runs")
+        assert uid in ((real_node.cpu_manager_state() or {}).get("entries") or {})  # held until the next admission
+
+        real_node.stop_kubelet(kill=True)
+        stopped = asyncio.get_running_loop().time()
+        held = await wait_for(lambda: free_in_zone_0(0), within=5, what="a's CPUs held once the kubelet is gone")
+        print(f"held in the NRT {asyncio.get_running_loop().time() - stopped:.1f} s after the kubelet stopped")
+        assert NRT_ATTR_KUBELET_RESTART in nrt_attributes(held)
+
+        # Bound while the kubelet is away: among its first pods, it finds a's CPUs held.
+        await core.create_namespaced_pod(namespace, workload_pod("b", node=node, cpu=2, memory="256Mi"))
+        await asyncio.to_thread(real_node.start_kubelet)
+        pod = await wait_pod_phase(api, namespace, "b", {"Failed", "Running"})
+        assert pod.status.reason == "TopologyAffinityError", pod.status
+        await asyncio.to_thread(wait_agreement, exporter, PERIOD)
+
+        # Once the hold is over a's CPUs count free again, and the next pod gets them.
+        back = await wait_for(lambda: free_in_zone_0(3), within=HOLD + PERIOD, what="the hold to end")
+        assert NRT_ATTR_KUBELET_RESTART not in nrt_attributes(back)
+        await core.create_namespaced_pod(namespace, workload_pod("c", node=node, cpu=2, memory="256Mi"))
+        pod = await wait_pod_phase(api, namespace, "c", {"Failed", "Running"})
+        assert pod.status.phase == "Running", pod.status
+        assert real_node.numa_zones(real_node.assigned_cpus(pod.metadata.uid)["app"]) == ["node-0"]
+        await asyncio.to_thread(wait_agreement, exporter, PERIOD)

@@ -70,6 +70,9 @@ several NUMA zones, which every one of those zones counts, and those without top
 zone counts."""
 NRT_ATTR_THREADS_PER_CORE: Final = "toposched.io/threads-per-core"
 """CPUs per physical core (2 with SMT), published when every core has the same number."""
+NRT_ATTR_KUBELET_RESTART: Final = "toposched.io/kubelet-restart"
+"""Present while the kubelet may still be handling its first pods since it (re)started: what the
+pods it no longer runs hold counts as held (``toposched.exporter.restarts``)."""
 # toposched's attributes of one NUMA zone, read from the kubelet's checkpoints (absent in estimate mode).
 NRT_ZONE_ATTR_FREE_CORES: Final = "toposched.io/free-cores"
 """Physical cores of the zone whose every CPU is free: the CPU Manager hands these out whole

@@ -22,6 +22,7 @@ from toposched.exporter.kubeletconfig import KubeletConfigError
 from toposched.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from toposched.exporter.publication import Publication
 from toposched.exporter.publisher import NRTS, NodeGoneError, Publisher
+from toposched.exporter.restarts import RestartHold, SocketId
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import SysfsError
 from toposched.exporter.topology import Allocatable, PodUse
@@ -59,6 +60,8 @@ PLUGIN_SETTLE = 3.0
 or went: the kubelet drops a stopped plugin's devices when their stream ends, a moment after its
 socket goes, and writes no checkpoint then (the period would be the only other trigger)."""
 
+HOLDING = "pods it no longer runs count as holding their resources until it has admitted its first pods"
+
 
 class Exporter:
     def __init__(self, settings: ExporterSettings) -> None:
@@ -80,6 +83,9 @@ class Exporter:
         self.last_loop = time.monotonic()
         self.last_write = 0.0
         self.publication = Publication(settings)
+        self.restart = RestartHold()
+        self.holding = True
+        """Whether the last poll found the restart hold on (a change publishes again)."""
 
     def mark_changed(self, why: str) -> None:
         if not self.changed.is_set():
@@ -108,6 +114,14 @@ class Exporter:
                 seen[name] = mtime
             await asyncio.sleep(0.25)
 
+    def socket_id(self) -> SocketId:
+        """The PodResources socket's identity (the kubelet makes a new one at each start)."""
+        try:
+            found = self.settings.podresources.stat()
+        except OSError:
+            return None
+        return found.st_ino, found.st_ctime_ns
+
     def plugin_sockets(self) -> frozenset[str]:
         """The names of the sockets in the kubelet's device-plugins directory (the kubelet's own too)."""
         with contextlib.suppress(OSError):
@@ -126,6 +140,8 @@ class Exporter:
                         self.allocatable = allocatable
                         self.mark_changed("PodResources allocatable changed")
                 self.podresources_ok = True
+                if self.restart.answered(time.monotonic(), self.socket_id()):
+                    logger.warning("the kubelet restarted (its PodResources socket is new); %s", HOLDING)
                 delay = max(0.1, self.settings.list_interval)  # at most 10 calls per second
                 digest = hash(tuple(pods))
                 if digest != self.pods_digest:
@@ -146,8 +162,15 @@ class Exporter:
                 API_FAILURES.labels("podresources").inc()
                 if self.podresources_ok:
                     logger.warning("%s; keeping the last data", exc)
+                if exc.unreachable and self.restart.down(time.monotonic()):
+                    logger.warning("the kubelet is unreachable; %s", HOLDING)
                 self.podresources_ok = False
-                delay = min(30.0, max(exc.retry_after, delay * 2))
+                # Backing off spares a busy kubelet; one that is away is only a socket to try again.
+                delay = exc.retry_after if exc.unreachable else min(30.0, max(exc.retry_after, delay * 2))
+            holding = self.restart.holding(time.monotonic())
+            if holding != self.holding:
+                self.holding = holding
+                self.mark_changed(f"restart hold {'on' if holding else 'over'}")
             self.first_poll.set()
             await asyncio.sleep(delay)
 
@@ -206,7 +229,7 @@ class Exporter:
                     seen = self.change_seen
                     self.last_loop = time.monotonic()
                     try:
-                        if await self.publication.publish(publisher, self.allocatable, self.pods):
+                        if await self.publication.publish(publisher, self.allocatable, self.pods, self.restart):
                             self.last_write = time.monotonic()
                             if seen is not None:
                                 UPDATE_LATENCY.observe(self.last_write - seen)

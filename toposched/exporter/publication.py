@@ -4,6 +4,7 @@ asked, the NICs' bandwidth. A problem with an input is logged once, not at every
 """
 
 import logging
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -16,9 +17,10 @@ from toposched.exporter import checkpoints
 from toposched.exporter.checkpoints import Checkpoints
 from toposched.exporter.kubeletconfig import KubeletConfig, load
 from toposched.exporter.publisher import Publisher
+from toposched.exporter.restarts import RestartHold
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import read_machine
-from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
+from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems, stale_of
 from toposched.kube.nodeclient import ApiError
 
 logger = logging.getLogger(__name__)
@@ -54,12 +56,24 @@ class Publication:
         self.label_refused = ""
         self.checkpoint_problems: set[str] = set()
 
-    async def publish(self, publisher: Publisher, allocatable: Allocatable | None, pods: list[PodUse] | None) -> bool:
-        """One refresh, from PodResources' last answers (None: none yet); True when the NRT was written."""
+    async def publish(
+        self,
+        publisher: Publisher,
+        allocatable: Allocatable | None,
+        pods: list[PodUse] | None,
+        restart: RestartHold | None = None,
+    ) -> bool:
+        """One refresh, from PodResources' last answers (None: none yet); True when the NRT was
+        written. While ``restart`` holds, what pods the kubelet no longer runs hold counts as held."""
         node = await publisher.read_node()
         owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
         node_allocatable = node.get("status", {}).get("allocatable") or {}
         inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in node_allocatable.items()}, allocatable, pods)
+        if restart is not None and restart.holding(time.monotonic()):
+            if stale_of(inputs):
+                inputs.hold_stale = True
+            else:
+                restart.dropped()
         nrt = build(inputs)
         written = await publisher.publish(nrt)
         if written:

@@ -28,6 +28,7 @@ from toposched.apis.constants import (
     NRT_ATTR_CPU_MANAGER_POLICY_OPTIONS,
     NRT_ATTR_CPU_SOURCE,
     NRT_ATTR_DEVICE_GROUPS,
+    NRT_ATTR_KUBELET_RESTART,
     NRT_ATTR_MEMORY_MANAGER_POLICY,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_MEMORY_SOURCE,
@@ -50,7 +51,15 @@ from toposched.apis.devicegroups import DeviceGroup, format_groups
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.kubelet import STATIC_CPU, STATIC_MEMORY, legacy_policy
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from toposched.exporter.checkpoints import Checkpoints, CpuState, Holding, MemoryState, device_holders, stale_pods
+from toposched.exporter.checkpoints import (
+    Checkpoints,
+    CpuState,
+    DeviceHolding,
+    Holding,
+    MemoryState,
+    device_holders,
+    stale_pods,
+)
 from toposched.exporter.kubeletconfig import KubeletConfig
 from toposched.exporter.sysfs import Machine, NumaNode, format_cpulist
 
@@ -127,6 +136,9 @@ class Inputs:
     checkpoints: Checkpoints | None = None
     """The CPU and Memory Managers' checkpoints, when readable: they also count what regular init
     containers hold, which PodResources does not list."""
+    hold_stale: bool = False
+    """The kubelet may be admitting its first pods since it (re)started: what pods it no longer
+    runs hold counts as held, not free (``toposched.exporter.restarts``)."""
 
 
 def _held(pod: PodUse) -> list[Holding]:
@@ -182,6 +194,7 @@ def _split(block: MemoryBlock, room: dict[int, Decimal]) -> dict[int, Decimal]:
 # order would rewrite an NRT whose content did not change.
 _ATTRIBUTE_ORDER = (
     NRT_ATTR_PODRESOURCES,
+    NRT_ATTR_KUBELET_RESTART,
     NRT_ATTR_CPU_SOURCE,
     NRT_ATTR_MEMORY_SOURCE,
     NRT_ATTR_THREADS_PER_CORE,
@@ -221,7 +234,12 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     if inputs.allocatable is None:
         attributes[NRT_ATTR_PODRESOURCES] = "unavailable: allocatable derived from capacity and kubelet reservations"
     checkpoints = inputs.checkpoints or Checkpoints()
-    stale = stale_pods(checkpoints, map(_held, inputs.pods)) if inputs.pods is not None else set()
+    stale = stale_of(inputs)
+    if stale and inputs.hold_stale:
+        attributes[NRT_ATTR_KUBELET_RESTART] = (
+            f"{len(stale)} pod(s) it no longer runs still hold resources: held until it has admitted its first pods"
+        )
+        stale = set()
     _cpus(inputs, checkpoints.cpu, stale, zones, attributes)
     _memory(inputs, checkpoints.memory, stale, zones, attributes)
     _devices(inputs, checkpoints, stale, zones, attributes)
@@ -244,6 +262,27 @@ def build(inputs: Inputs) -> NodeResourceTopology:
             AttributeInfo(name=name, value=attributes[name]) for name in sorted(attributes, key=_ATTRIBUTE_ORDER.index)
         ],
     )
+
+
+def stale_of(inputs: Inputs) -> set[str]:
+    """The pods the kubelet's checkpoints hold that it no longer runs: CPUs or memory
+    (``checkpoints.stale_pods``), or devices alone (``checkpoints.device_holders``)."""
+    if inputs.pods is None:
+        return set()
+    checkpoints = inputs.checkpoints or Checkpoints()
+    stale = stale_pods(checkpoints, map(_held, inputs.pods))
+    if checkpoints.devices is not None:
+        stale |= set(checkpoints.devices.entries) - device_holders(checkpoints, _devices_held(inputs), stale)
+    return stale
+
+
+def _devices_held(inputs: Inputs) -> list[DeviceHolding]:
+    """What each container PodResources lists holds of devices."""
+    return [
+        (container.name, frozenset((d.resource, device_id) for d in container.devices for device_id in d.ids))
+        for pod in inputs.pods or ()
+        for container in pod.containers
+    ]
 
 
 def _capacity(node: NumaNode) -> dict[str, Decimal]:
@@ -382,14 +421,11 @@ def _devices(
     if inputs.allocatable is None:
         return
     attached, _ = _attached(inputs.allocatable, set(zones))
-    held = [
-        (container.name, frozenset((d.resource, device_id) for d in container.devices for device_id in d.ids))
-        for pod in inputs.pods or ()
-        for container in pod.containers
-    ]
+    held = _devices_held(inputs)
     used = {device for _, devices in held for device in devices}
     if checkpoints.devices is not None:
-        for uid in device_holders(checkpoints, held, stale):
+        holders = set(checkpoints.devices.entries) if inputs.hold_stale else device_holders(checkpoints, held, stale)
+        for uid in holders:
             used.update(*checkpoints.devices.entries[uid].values())
     groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
     for (resource, device_id), numa in attached.items():

@@ -20,9 +20,11 @@ MAX_MESSAGE = 16 * 2**20
 
 
 class PodResourcesError(RuntimeError):
-    def __init__(self, message: str, retry_after: float) -> None:
+    def __init__(self, message: str, retry_after: float, *, unreachable: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreachable = unreachable
+        """No kubelet answers on the socket (gone, restarting or hung)."""
 
 
 def _numa(topology: Any) -> tuple[int, ...]:
@@ -87,7 +89,12 @@ class PodResourcesClient:
         self._observe = observe
         self._channel = grpc.aio.insecure_channel(
             f"unix://{socket}",
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
+            # A kubelet back from a restart is seen within a second, however long it was away.
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE),
+                ("grpc.initial_reconnect_backoff_ms", 100),
+                ("grpc.max_reconnect_backoff_ms", 1000),
+            ],
         )
         self._stub = api_pb2_grpc.PodResourcesListerStub(self._channel)  # type: ignore[no-untyped-call]
 
@@ -104,7 +111,9 @@ class PodResourcesClient:
                 raise PodResourcesError(f"kubelet rate limit on {method}: {exc.details()}", retry_after=1.0) from None
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise PodResourcesError(
-                    f"kubelet PodResources at {self.socket} unavailable ({code.name}): {exc.details()}", retry_after=2.0
+                    f"kubelet PodResources at {self.socket} unavailable ({code.name}): {exc.details()}",
+                    retry_after=0.5,
+                    unreachable=True,
                 ) from None
             raise PodResourcesError(f"{method} failed ({code.name}): {exc.details()}", retry_after=5.0) from None
         finally:

@@ -140,7 +140,7 @@ class Exporter:
                         self.allocatable = allocatable
                         self.mark_changed("PodResources allocatable changed")
                 self.podresources_ok = True
-                if self.restart.answered(time.monotonic(), self.socket_id()):
+                if self.restart.answered(time.time(), self.socket_id()):
                     logger.warning("the kubelet restarted (its PodResources socket is new); %s", HOLDING)
                 delay = max(0.1, self.settings.list_interval)  # at most 10 calls per second
                 digest = hash(tuple(pods))
@@ -162,12 +162,12 @@ class Exporter:
                 API_FAILURES.labels("podresources").inc()
                 if self.podresources_ok:
                     logger.warning("%s; keeping the last data", exc)
-                if exc.unreachable and self.restart.down(time.monotonic()):
+                if exc.unreachable and self.restart.down():
                     logger.warning("the kubelet is unreachable; %s", HOLDING)
                 self.podresources_ok = False
                 # Backing off spares a busy kubelet; one that is away is only a socket to try again.
                 delay = exc.retry_after if exc.unreachable else min(30.0, max(exc.retry_after, delay * 2))
-            holding = self.restart.holding(time.monotonic())
+            holding = self.restart.holding(time.time())
             if holding != self.holding:
                 self.holding = holding
                 self.mark_changed(f"restart hold {'on' if holding else 'over'}")

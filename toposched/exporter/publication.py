@@ -69,7 +69,7 @@ class Publication:
         owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
         node_allocatable = node.get("status", {}).get("allocatable") or {}
         inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in node_allocatable.items()}, allocatable, pods)
-        if restart is not None and restart.holding(time.monotonic()):
+        if restart is not None and restart.holding(time.time()):
             if stale_of(inputs):
                 inputs.hold_stale = True
             else:

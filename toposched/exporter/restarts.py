@@ -7,66 +7,59 @@ pods from the apiserver. Every pod of that batch is admitted against the checkpo
 stale entries included: a pod bound while the kubelet was down, or in the second after it came
 back, can find its CPUs held by a pod deleted shortly before the restart and be rejected with a
 TopologyAffinityError. Outside that batch the exporter counts stale entries free, as the kubelet's
-next admission will.
+next admission will (counting them held then would be wrong the other way: the kubelet would put
+the next pod on a zone the scheduler side thinks full).
 
-So from a restart (PodResources unreachable, its socket recreated, or the exporter's own start)
-stale entries count as held, until the kubelet has dropped them from its checkpoints (its CPU
-Manager does within its reconcile period of the first batch) or ``hold`` seconds after
-PodResources answered again: its first batch comes from its first list of pods, a moment after it
-starts (the Memory Manager keeps stale entries until the next admission, which drops them).
+So stale entries count as held while PodResources does not answer, and for ``hold`` seconds from
+the start of the kubelet that answers (its PodResources socket's creation: the kubelet makes a new
+one at each start), in which its first batch comes: it lists its pods at once. The hold ends
+earlier once that kubelet's checkpoints hold no stale entry (its CPU Manager drops them within its
+reconcile period of the first batch, any manager at the next admission).
 """
 
-import math
 from dataclasses import dataclass
 
-HOLD = 15.0
-"""Seconds after PodResources answers again that stale entries count as held at most."""
+HOLD = 10.0
+"""Seconds from a kubelet's start during which stale entries count as held at most."""
 
 SocketId = tuple[int, int] | None
-"""The PodResources socket's inode and change time (None: not there): the kubelet makes a new
-socket at each start."""
+"""The PodResources socket's inode and change time in ns (None: not there)."""
 
 
 @dataclass
 class RestartHold:
     hold: float = HOLD
-    since: float | None = -math.inf
-    """When a restart was seen (monotonic); None: no hold. The exporter's start counts as one."""
-    back: float | None = None
-    """When PodResources answered after it (monotonic); None: not yet."""
+    away: bool = False
+    """PodResources has not answered since it last failed."""
     socket: SocketId = None
     """The socket PodResources last answered on."""
+    started: float | None = None
+    """When the kubelet answering on it started (wall clock); None: none answered yet."""
+    settled: bool = False
+    """The kubelet answering was seen holding nothing stale: no hold for it any more."""
 
-    def down(self, now: float) -> bool:
-        """PodResources is unreachable: hold. True when the hold begins now."""
-        began = self.since is None
-        if began:
-            self.since = now
-        self.back = None
+    def down(self) -> bool:
+        """PodResources is unreachable: hold. True when that is new."""
+        began, self.away = not self.away, True
         return began
 
     def answered(self, now: float, socket: SocketId) -> bool:
-        """PodResources answered, on ``socket``. True when that shows a restart not seen before
-        (a new socket: the kubelet restarted between two reads)."""
-        restarted = self.socket is not None and socket is not None and socket != self.socket
-        self.socket = socket if socket is not None else self.socket
-        if restarted:
-            self.since, self.back = now, now
-        elif self.since is not None and self.back is None:
-            self.back = now
+        """PodResources answered, on ``socket``, at ``now`` (wall clock). True when that is another
+        socket than the last answer's: a kubelet restarted since."""
+        restarted = self.started is not None and socket != self.socket
+        self.away = False
+        if restarted or self.started is None:
+            self.socket, self.settled = socket, False
+            self.started = socket[1] / 1e9 if socket is not None else now
         return restarted
 
     def holding(self, now: float) -> bool:
-        """Stale entries count as held now."""
-        if self.since is not None and self.back is not None and now - self.back >= self.hold:
-            self.since = self.back = None
-        return self.since is not None
+        """Stale entries count as held now (wall clock)."""
+        if self.away or self.started is None:
+            return True
+        return not self.settled and now - self.started < self.hold
 
     def dropped(self) -> None:
-        """The checkpoints hold no stale entry while PodResources answers: the hold is over."""
-        if self.back is not None:
-            self.since = self.back = None
-
-    def ends_at(self) -> float | None:
-        """When (monotonic) the hold ends by time, if nothing else ends it first (None: not known yet)."""
-        return None if self.since is None or self.back is None else self.back + self.hold
+        """The checkpoints hold no stale entry while PodResources answers: no hold for this kubelet."""
+        if not self.away and self.started is not None:
+            self.settled = True

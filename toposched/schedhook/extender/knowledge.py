@@ -173,7 +173,7 @@ class Knowledge:
         """Whether the NRT left out running pods an earlier one counted (``went_back``). What it
         counts is judged only when its fingerprint is exactly of a recent set of the node's pods;
         otherwise the last judgement stands."""
-        exact = matched(attributes, bound)
+        exact = matched(attributes, bound, terminating=self.store.pods.terminating_on(name))
         if exact is None:
             if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):  # none at all: nothing is known of its pods
                 self._counted.pop(name, None)
@@ -194,7 +194,7 @@ class Knowledge:
         """Since when the NRT has left out pods bound to the node, by its fingerprint: the newest
         few it is usually behind by, since they were bound; or, when it matches no recent set of
         the node's pods at all, since that was first seen."""
-        missed = left_out(attributes, bound)
+        missed = left_out(attributes, bound, self.store.pods.terminating_on(name))
         if missed is None or not missed.pods:  # no fingerprint (nothing can be said), or none left out
             self._behind.pop(name, None)
             return

@@ -64,7 +64,11 @@ class Accounting:
         cached = self._accounted.get(node)
         if cached is None or cached[0] != state:
             attributes = attributes_of(body)
-            cached = (state, accounted(attributes, list(pods.values())))  # dict order = bind order
+            terminating = self.store.pods.terminating_on(node)
+            cached = (
+                state,
+                accounted(attributes, list(pods.values()), terminating=terminating),
+            )  # dict order = bind order
             self._accounted[node] = cached
         if cached[1] is None:
             return None

@@ -86,6 +86,11 @@ class BoundPods:
         moved, self._moved[reader] = self._moved[reader], set()
         return moved
 
+    def terminating_on(self, node: str) -> set[tuple[str, str]]:
+        """The pods (namespace, name) bound to ``node`` that are being deleted."""
+        on = self.on.get(node, {})
+        return {(entry[0], entry[1]) for key, entry in on.items() if key in self.terminating}
+
     def clear(self) -> None:
         for node in self.on:
             self.version[node] = self.version.get(node, 0) + 1
@@ -111,6 +116,7 @@ class BoundPods:
         if before == node:
             if node is not None and was_terminating != (key in self.terminating):
                 self._mark_moved((node,))
+                self.version[node] = self.version.get(node, 0) + 1  # what its NRT may leave out changed
             return
         self._mark_moved((before, node))
         if before is not None:

@@ -6,9 +6,15 @@ kubelet reported (all of them, or only those holding exclusive resources, as
 knows on the node (or of all but the newest few: an NRT is usually a little behind) is the same,
 the NRT's ``available`` already has their requests taken off, and the reservations of those pods
 can go, while the newer ones stay.
+
+A pod being deleted is in the set or not: its kubelet lets go of it (PodResources stops listing
+it) once its containers have stopped, a moment to seconds before the pod object is gone. So the
+sets tried are also those without some of the terminating pods; otherwise no set would match in
+that moment, and the reservations of pods the NRT already counts would be counted again.
 """
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from itertools import combinations
 from typing import NamedTuple
 
 from toposched.apis.constants import (
@@ -21,39 +27,60 @@ from toposched.apis.fingerprint import METHOD_ALL, fingerprint
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
 
+TERMINATING_TRIED = 4
+"""Terminating pods of a node whose leaving out is tried (every subset of them: 16 at most)."""
+
+Key = tuple[str, str]
+"""A pod's namespace and name."""
+
 
 def accounted(
-    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], lag: int = 8
-) -> frozenset[tuple[str, str]] | None:
+    attributes: Mapping[str, str],
+    pods: Sequence[tuple[str, str, Pod]],
+    lag: int = 8,
+    terminating: Collection[Key] = (),
+) -> frozenset[Key] | None:
     """The pods (namespace, name) the NRT accounts for; None when it has no fingerprint.
 
     ``pods`` are the pods bound to the node, oldest bind first. An NRT is usually a little
     behind: it matches the pods without the newest few. Up to ``lag`` newest are tried before
-    giving up (an empty set: nothing can be said)."""
+    giving up (an empty set: nothing can be said). Any of the pods being deleted
+    (``terminating``) may be left out too."""
     if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):
         return None
-    return matched(attributes, pods, lag) or frozenset()
+    return matched(attributes, pods, lag, terminating) or frozenset()
 
 
 def matched(
-    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], lag: int = 8
-) -> frozenset[tuple[str, str]] | None:
+    attributes: Mapping[str, str],
+    pods: Sequence[tuple[str, str, Pod]],
+    lag: int = 8,
+    terminating: Collection[Key] = (),
+) -> frozenset[Key] | None:
     """The pods the NRT's fingerprint is exactly of (the node's pods without the newest few, up to
-    ``lag``); None when it has none or it is of no such set (nothing can be said)."""
+    ``lag``, and without any of the ``terminating`` ones); None when it has none or it is of no
+    such set (nothing can be said)."""
     published = attributes.get(NRT_ATTR_PODS_FINGERPRINT)
     if not published:
         return None
     counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
-    for newest in range(min(lag, len(counted)) + 1):
-        prefix = counted[: len(counted) - newest]
-        if fingerprint(prefix) == published:
-            return frozenset(prefix)
+    for kept in _without_terminating(counted, terminating):
+        for newest in range(min(lag, len(kept)) + 1):
+            prefix = kept[: len(kept) - newest]
+            if fingerprint(prefix) == published:
+                return frozenset(prefix)
     return None
 
 
-def went_back(
-    before: frozenset[tuple[str, str]], now: frozenset[tuple[str, str]], running: Collection[tuple[str, str]]
-) -> frozenset[tuple[str, str]]:
+def _without_terminating(counted: list[Key], terminating: Collection[Key]) -> Iterator[list[Key]]:
+    """``counted``, then without each subset of its terminating pods (the oldest few), fewest left out first."""
+    leaving = [key for key in counted if key in terminating][:TERMINATING_TRIED]
+    for size in range(len(leaving) + 1):
+        for left in combinations(leaving, size):
+            yield [key for key in counted if key not in left]
+
+
+def went_back(before: frozenset[Key], now: frozenset[Key], running: Collection[Key]) -> frozenset[Key]:
     """The pods an earlier NRT of the node accounted for, still running there, that this one
     (``now``, what it is exactly of) leaves out: the NRT went back.
 
@@ -72,17 +99,21 @@ def counted_pods(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, P
 
 
 class LeftOut(NamedTuple):
-    pods: list[tuple[str, str]]
+    pods: list[Key]
     """Bound pods (namespace, name) the fingerprint counts but the NRT does not account for."""
     matched: bool
     """The NRT matches some recent set of the node's pods (it is a few pods behind, not lost)."""
 
 
-def left_out(attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]]) -> LeftOut | None:
+def left_out(
+    attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], terminating: Collection[Key] = ()
+) -> LeftOut | None:
     """What the NRT leaves out of the pods bound to its node; None when it has no fingerprint
-    (nothing can be said)."""
-    held = accounted(attributes, pods)
+    (nothing can be said). A terminating pod it leaves out is let go, not left out."""
+    held = accounted(attributes, pods, terminating=terminating)
     if held is None:
         return None
     counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
-    return LeftOut([key for key in counted if key not in held] if held else counted, bool(held))
+    if not held:
+        return LeftOut(counted, False)
+    return LeftOut([key for key in counted if key not in held and key not in terminating], True)

@@ -5,9 +5,10 @@ Memory Manager and device manager checkpoint files (``cpu_manager_state``,
 PodResources ``List`` shows what app and sidecar containers hold, but not what a pod's regular
 init containers still hold (the kubelet keeps their CPUs, memory and devices for the app
 containers to reuse, and counts every device they got as allocated until the pod ends), nor the
-Memory Manager's NUMA groups. The checkpoints do: the CPU Manager's default set is exactly the
-CPUs it can still hand out, the Memory Manager's machine state is its free memory per NUMA node
-and type, and the device checkpoint lists the devices of every container. A file that is missing,
+Memory Manager's NUMA groups. The checkpoints do: the CPU Manager's entries are exactly the CPUs
+its containers hold (what it can still hand out is the rest: its default set, but for a moment
+between its two writes of one change), the Memory Manager's machine state is its free memory per
+NUMA node and type, and the device checkpoint lists the devices of every container. A file that is missing,
 too big or not what we expect is ignored (the NRT then comes from PodResources alone); it is
 never taken as "nothing in use".
 """

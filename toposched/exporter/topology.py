@@ -318,13 +318,19 @@ def _cpus(
                     zones[cpu_node[cpu]].used["cpu"] += 1
     if state is None or state.policy != STATIC_CPU:
         return
-    # The CPU Manager's shared pool, less the reserved CPUs, is exactly what it can still hand out
-    # (with what pods it no longer runs still hold until it notices).
-    pool = set(state.default_cpus)
-    for uid in stale:
-        for cpus in state.entries.get(uid, {}).values():
-            pool |= cpus
-    handed = pool & set(allocatable.cpu_ids)
+    # What the CPU Manager can still hand out: every allocatable CPU no container of a pod it still
+    # runs holds (its shared pool, and what pods it no longer runs hold until it notices). Counted
+    # from the entries, not from the pool: it writes its checkpoint twice per change (a removed
+    # container's entry goes, then its CPUs join the pool; an admitted one's leave the pool, then
+    # its entry comes), and a read between the two finds CPUs in neither, which are not in use.
+    held = {
+        cpu
+        for uid, containers in state.entries.items()
+        if uid not in stale
+        for cpus in containers.values()
+        for cpu in cpus
+    }
+    handed = set(allocatable.cpu_ids) - held
     threads = machine.threads_per_core
     if threads is not None:
         attributes[NRT_ATTR_THREADS_PER_CORE] = str(threads)

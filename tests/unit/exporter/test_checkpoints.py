@@ -24,7 +24,7 @@ from toposched.exporter.checkpoints import (
     stale_pods,
 )
 from toposched.exporter.kubeletconfig import parse as parse_kubelet
-from toposched.exporter.sysfs import Machine, read_machine
+from toposched.exporter.sysfs import Machine, parse_cpulist, read_machine
 from toposched.exporter.topology import Allocatable, ContainerUse, Inputs, MemoryBlock, PodUse
 from toposched.exporter.topology import build as build_nrt
 from toposched.schedhook.placement.kubelet.topologymanager import mask
@@ -113,6 +113,13 @@ def test_the_nrt_counts_what_init_containers_hold(tmp_path: Path) -> None:
     container (1 CPU it reused from the init container's 3) and nothing of the init container."""
     sysfs = build(tmp_path, [FakeNode(0, [0, 1, 2, 3], 4 * 1024 * 1024), FakeNode(1, [4, 5, 6, 7], 4 * 1024 * 1024)])
     app = ContainerUse(cpu_ids=(1,), memory=(MemoryBlock("memory", GI // 2, (0,)),), name="app")
+    memory = json.loads(memory_state({0: (4 * GI, 3 * GI, [0], 2), 1: (4 * GI, 4 * GI, [1], 0)}))
+    memory["entries"] = {
+        "p": {
+            "init": [{"numaAffinity": [0], "type": "memory", "size": GI}],
+            "app": [{"numaAffinity": [0], "type": "memory", "size": GI // 2}],
+        }
+    }
     inputs = Inputs(
         node="n",
         machine=read_machine(sysfs),
@@ -125,8 +132,10 @@ def test_the_nrt_counts_what_init_containers_hold(tmp_path: Path) -> None:
         ),
         pods=[PodUse("ns", "p", (app,))],
         checkpoints=Checkpoints(
-            cpu=parse_cpu_state('{"policyName":"static","defaultCpuSet":"0,4-7"}'),
-            memory=parse_memory_state(memory_state({0: (4 * GI, 3 * GI, [0], 2), 1: (4 * GI, 4 * GI, [1], 0)})),
+            cpu=parse_cpu_state(
+                '{"policyName":"static","defaultCpuSet":"0,4-7","entries":{"p":{"init":"1-3","app":"1"}}}'
+            ),
+            memory=parse_memory_state(json.dumps(memory)),
         ),
     )
 
@@ -261,3 +270,42 @@ def test_a_stale_pods_memory_leaves_no_cells(tmp_path: Path) -> None:
     nrt = build_nrt(inputs)
     assert [z.attribute(NRT_ZONE_ATTR_MEMORY_CELLS) for z in nrt.zones] == [None, None]
     assert nrt.attribute(NRT_ATTR_MEMORY_NUMA_GROUPS) is None
+
+
+@pytest.mark.parametrize(
+    ("default", "entries", "listed", "available"),
+    [
+        # The bench's restricted scenario, node rn07: at 14.619 the CPU Manager dropped p0008's entry
+        # (CPUs 1-4) and only at 14.732 put 1-4 back in the pool; read between the two, zone 0 showed
+        # 3 CPUs free (7), so after p0003 (3 CPUs) p0019 (4) was sent to zone 1; its kubelet gave it zone 0.
+        pytest.param("0,5-7,13-15", {"gone": {"app": "8-12"}}, {}, (7, 8), id="removal-between-its-two-writes"),
+        pytest.param("0-7,13-15", {"gone": {"app": "8-12"}}, {}, (7, 8), id="removal-done-entry-stale"),
+        # Admission: its CPUs leave the pool before its entry is written; not listed yet, it is not
+        # counted (nor in the fingerprint) either way.
+        pytest.param("0,5-15", {}, {}, (7, 8), id="admission-between-its-two-writes"),
+        pytest.param("0,5-15", {"new": {"app": "1-4"}}, {}, (7, 8), id="admission-done-not-listed"),
+        pytest.param("0,5-15", {"live": {"app": "1-4"}}, {"app": "1-4"}, (3, 8), id="live-pod"),
+        pytest.param(
+            "0,13-15", {"live": {"app": "1-4"}}, {"app": "1-4"}, (3, 8), id="live-pod-and-a-removal-between-writes"
+        ),
+    ],
+)
+def test_cpus_between_two_checkpoint_writes_are_free(
+    tmp_path: Path, default: str, entries: dict[str, dict[str, str]], listed: dict[str, str], available: tuple[int, int]
+) -> None:
+    """The CPU Manager writes its checkpoint twice per change; a CPU read in neither its pool nor
+    any entry is on its way between them, not held: the NRT counts it free."""
+    sysfs = build(tmp_path, [FakeNode(0, list(range(8)), 1024 * 1024), FakeNode(1, list(range(8, 16)), 1024 * 1024)])
+    containers = tuple(ContainerUse(cpu_ids=tuple(parse_cpulist(c)), name=n) for n, c in listed.items())
+    inputs = Inputs(
+        node="n",
+        machine=read_machine(sysfs),
+        kubelet=parse_kubelet({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}),
+        allocatable=Allocatable(cpu_ids=tuple(range(1, 16))),
+        pods=[PodUse("ns", "live", containers)] if containers else [],
+        checkpoints=Checkpoints(
+            cpu=parse_cpu_state(json.dumps({"policyName": "static", "defaultCpuSet": default, "entries": entries}))
+        ),
+    )
+    zones = {z.name: {r.name: r.available for r in z.resources or []} for z in build_nrt(inputs).zones}
+    assert (int(zones["node-0"]["cpu"]), int(zones["node-1"]["cpu"])) == available

@@ -322,7 +322,9 @@ def _cpus(
     # runs holds (its shared pool, and what pods it no longer runs hold until it notices). Counted
     # from the entries, not from the pool: it writes its checkpoint twice per change (a removed
     # container's entry goes, then its CPUs join the pool; an admitted one's leave the pool, then
-    # its entry comes), and a read between the two finds CPUs in neither, which are not in use.
+    # its entry comes), and a read between the two finds CPUs in neither. Being freed, they are
+    # free; being taken, PodResources (from the kubelet's memory, ahead of the file) may already
+    # list them, and the pods fingerprint count the pod: what it lists is held too.
     held = {
         cpu
         for uid, containers in state.entries.items()
@@ -330,6 +332,7 @@ def _cpus(
         for cpus in containers.values()
         for cpu in cpus
     }
+    held.update(cpu for pod in inputs.pods or () for container in pod.containers for cpu in container.cpu_ids)
     handed = set(allocatable.cpu_ids) - held
     threads = machine.threads_per_core
     if threads is not None:

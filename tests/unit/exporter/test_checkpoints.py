@@ -283,6 +283,8 @@ def test_a_stale_pods_memory_leaves_no_cells(tmp_path: Path) -> None:
         # Admission: its CPUs leave the pool before its entry is written; not listed yet, it is not
         # counted (nor in the fingerprint) either way.
         pytest.param("0,5-15", {}, {}, (7, 8), id="admission-between-its-two-writes"),
+        # ... but PodResources reads the kubelet's memory, ahead of the file: listed, its CPUs are held.
+        pytest.param("0,5-15", {}, {"app": "1-4"}, (3, 8), id="admission-between-its-two-writes-listed"),
         pytest.param("0,5-15", {"new": {"app": "1-4"}}, {}, (7, 8), id="admission-done-not-listed"),
         pytest.param("0,5-15", {"live": {"app": "1-4"}}, {"app": "1-4"}, (3, 8), id="live-pod"),
         pytest.param(

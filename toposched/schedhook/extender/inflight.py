@@ -5,7 +5,7 @@ accounts for it (by the pods fingerprint), the NRT shows those zones free: the e
 it holds them in its ledger, but an extender that did not -- a standby that took over, one started
 again, one whose reservation timed out or whose NRT went back -- would give them away. So every
 such pod the ledger does not hold is held again, from its annotation and its requests, until its
-NRT accounts for it or it ends (the ledger's own rules).
+NRT accounts for it or it ends (the ledger's own rules). A pod being deleted is not held again.
 
 Only nodes whose NRT or pods changed are looked at again (all of them after a list).
 """
@@ -53,6 +53,11 @@ class InFlight:
             body = self.store.objects["pods"].get(key) or {}
             uid = str((body.get("metadata") or {}).get("uid") or "")
             if placed is None or not placed.numa or not uid or uid in self.ledger.by_pod:
+                continue
+            # Being deleted and left out of the NRT: its kubelet let go of it (or never admitted it,
+            # as it does not once termination is asked). Held again, a zone its kubelet gives the
+            # next pod would look full, until the pod object is gone (seconds).
+            if key in self.store.pods.terminating:
                 continue
             # False only: None (no fingerprint) cannot tell a bind in flight from one long accounted.
             if (namespace, name) in counted and self.accounting.accounts(node, key) is False:

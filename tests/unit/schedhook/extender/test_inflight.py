@@ -81,10 +81,22 @@ def _kubelet_restarted(view: ClusterView) -> None:
     view.store.event("nrts", "MODIFIED", nrt([], version="3"))  # it shows node-1 free again
 
 
+def _let_go(view: ClusterView) -> None:
+    """Deleted gracefully: its kubelet let go of it once its containers stopped, seconds before
+    the pod object is gone, and its NRT counts its zone free."""
+    _accounted(view)
+    view.settle()
+    deleting = bound("a", ["node-1"])
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-28T09:00:00Z"
+    view.store.event("pods", "MODIFIED", deleting)
+    view.store.event("nrts", "MODIFIED", nrt([], version="3"))
+
+
 @pytest.mark.parametrize(
     ("then", "expected"),
     [
         pytest.param(lambda view: None, {"uid-a": (1,)}, id="still-in-flight"),
+        pytest.param(_let_go, {}, id="being-deleted-and-let-go-not-held-again"),
         pytest.param(_accounted, {}, id="its-nrt-accounts-for-it"),
         pytest.param(_deleted, {}, id="the-pod-deleted"),
         pytest.param(_kubelet_restarted, {"uid-a": (1,)}, id="held-again-when-the-nrt-went-back"),

@@ -10,7 +10,11 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge
 
-from toposched.apis.constants import TOPOLOGY_MANAGER_POLICY_LABEL, TOPOLOGY_MANAGER_SCOPE_LABEL
+from toposched.apis.constants import (
+    NRT_ATTR_KUBELET_RESTART,
+    TOPOLOGY_MANAGER_POLICY_LABEL,
+    TOPOLOGY_MANAGER_SCOPE_LABEL,
+)
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 from toposched.apis.quantity import parse_quantity
 from toposched.exporter import checkpoints
@@ -20,7 +24,7 @@ from toposched.exporter.publisher import Publisher
 from toposched.exporter.restarts import RestartHold
 from toposched.exporter.settings import ExporterSettings
 from toposched.exporter.sysfs import read_machine
-from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems, stale_of
+from toposched.exporter.topology import Allocatable, Inputs, PodUse, build, device_problems
 from toposched.kube.nodeclient import ApiError
 
 logger = logging.getLogger(__name__)
@@ -69,12 +73,10 @@ class Publication:
         owner = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node, "uid": node["metadata"]["uid"]}
         node_allocatable = node.get("status", {}).get("allocatable") or {}
         inputs = self.inputs(owner, {k: parse_quantity(v) for k, v in node_allocatable.items()}, allocatable, pods)
-        if restart is not None and restart.holding(time.time()):
-            if stale_of(inputs):
-                inputs.hold_stale = True
-            else:
-                restart.dropped()
+        inputs.hold_stale = restart is not None and restart.holding(time.time())
         nrt = build(inputs)
+        if restart is not None and inputs.hold_stale and nrt.attribute(NRT_ATTR_KUBELET_RESTART) is None:
+            restart.dropped()  # the checkpoints hold nothing stale: no hold for this kubelet
         written = await publisher.publish(nrt)
         if written:
             WRITES.inc()

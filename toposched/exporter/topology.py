@@ -234,7 +234,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     if inputs.allocatable is None:
         attributes[NRT_ATTR_PODRESOURCES] = "unavailable: allocatable derived from capacity and kubelet reservations"
     checkpoints = inputs.checkpoints or Checkpoints()
-    stale = stale_of(inputs)
+    stale = _stale_of(inputs)
     if stale and inputs.hold_stale:
         attributes[NRT_ATTR_KUBELET_RESTART] = (
             f"{len(stale)} pod(s) it no longer runs still hold resources: held until it has admitted its first pods"
@@ -264,7 +264,7 @@ def build(inputs: Inputs) -> NodeResourceTopology:
     )
 
 
-def stale_of(inputs: Inputs) -> set[str]:
+def _stale_of(inputs: Inputs) -> set[str]:
     """The pods the kubelet's checkpoints hold that it no longer runs: CPUs or memory
     (``checkpoints.stale_pods``), or devices alone (``checkpoints.device_holders``)."""
     if inputs.pods is None:

@@ -30,6 +30,7 @@ from kubernetes_asyncio import client
 from testkit.chaos.stream import Stream
 from testkit.chart import COMPONENT, Release, is_ready, on_new_nodes
 from testkit.cluster import wait_default_service_account, wait_for
+from testkit.paths import REPO
 from testkit.realnode import RealNode, Topology
 from toposched.apis.noderesourcetopology import NodeResourceTopology
 
@@ -93,7 +94,7 @@ def kubelet_zones(nodes: dict[str, RealNode], node: str, uid: str) -> list[str] 
 async def test_placement_survives_losing_the_acting_replica(
     api: client.ApiClient, namespace: str, release: Release, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    await asyncio.to_thread(release.install)
+    await asyncio.to_thread(release.install, "--set", "schedhook.logLevel=debug")  # for extender_lines
     await release.pods_ready(api, RELEASE_PODS, within=240)
     await wait_default_service_account(api, namespace)
     nodes = {node.name: node for node in release.nodes}
@@ -136,8 +137,9 @@ async def test_placement_survives_losing_the_acting_replica(
     assert all(MISALIGNED in why for why in left), left
     if left:
         state = await node_state(api, namespace, release)
+        said = extender_lines(release, [line.split(" ", 1)[0] for line in left])
         with capsys.disabled():  # an xfail's output is not shown: these lines are for the next look
-            print("", *left, *state, sep="\n")
+            print("", *left, *state, *said, sep="\n")
         pytest.xfail(f"{len(left)} pod(s) refused for NUMA alignment still unbound {SETTLE:.0f} s after the stream")
 
 
@@ -150,6 +152,23 @@ def woken(stream: Stream, began: float) -> list[str]:
         for r in stream.pods.values()
         if r.woken
     ]
+
+
+def extender_lines(release: Release, pods: list[str]) -> list[str]:
+    """What the extenders said of ``pods`` (refused, with their view of the node; woken; bound):
+    the debug log of each extender container, kept under .cluster/failover/<namespace>/ too, as
+    the nodes go with the test."""
+    kept = REPO / ".cluster" / "failover" / release.namespace
+    kept.mkdir(parents=True, exist_ok=True)
+    out = []
+    for node in release.nodes:
+        for log in sorted(node.layout.pod_logs.glob(f"{release.namespace}_*/extender/*.log")):
+            text = log.read_text(errors="replace")
+            (kept / f"{node.name}-{log.parent.parent.name}-{log.name}").write_text(text)
+            said = [line for line in text.splitlines() if any(f"/{pod} " in line for pod in pods)]
+            out += [f"--- {node.name} {log.parent.parent.name} extender: {len(said)} lines of {', '.join(pods)}"]
+            out += said[-30:]
+    return [*out, f"(whole extender logs in {kept})"]
 
 
 async def node_state(api: client.ApiClient, namespace: str, release: Release) -> list[str]:

@@ -9,6 +9,7 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from toposched.logs import configure
 from toposched.schedhook.settings import SchedhookSettings
 
 if TYPE_CHECKING:  # imported where used: the other commands start without them
@@ -204,6 +205,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(settings.log_level)
     asyncio.run(_serve(settings))
     return 0

@@ -7,6 +7,7 @@ from typing import Annotated, Self
 
 from toposched.apis.constants import WEIGHT_NETPERF
 from toposched.listeners import default_address
+from toposched.logs import LEVELS
 from toposched.settings import Setting, Settings
 
 DEFAULT_CLIENT = "toposched-scheduler"
@@ -224,6 +225,16 @@ class SchedhookSettings(Settings):
             help="how kube-scheduler's Lease identity (<hostname>_<uuid>) starts when its own scheduler holds it",
         ),
     ] = ""
+    log_level: Annotated[
+        str,
+        Setting(
+            "--log-level",
+            env="TOPOSCHED_LOG_LEVEL",
+            choices=LEVELS,
+            help=f"the level of toposched's own messages: {', '.join(LEVELS)}; debug says what the extender saw of "
+            "each node when it refused or bound a pod",
+        ),
+    ] = "info"
     no_controllers: Annotated[
         bool,
         Setting(

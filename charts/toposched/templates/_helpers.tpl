@@ -61,6 +61,7 @@ dnsPolicy: ClusterFirstWithHostNet
 - --missing-nrt={{ .Values.schedhook.missingNrt }}
 - --dra-alignment={{ .Values.schedhook.draAlignment }}
 - --dra-pin={{ .Values.schedhook.draPin }}
+- --log-level={{ .Values.schedhook.logLevel }}
 {{- end -}}
 
 {{/* Replicas of a component spread over nodes: preferred, or required on the host network (their ports would clash). */}}

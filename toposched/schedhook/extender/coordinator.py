@@ -11,6 +11,7 @@ kube-scheduler binds asynchronously: the next pod's filter can arrive before the
 bind, hence the wait -- only for binds that can still come, at most ``bind_wait``.
 """
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,12 +27,17 @@ from toposched.schedhook.extender.devices import Devices
 from toposched.schedhook.extender.eventsink import EventSink
 from toposched.schedhook.extender.filtered import FilterMemory
 from toposched.schedhook.extender.knowledge import Knowledge
+from toposched.schedhook.extender.refusals import refusal_line
 from toposched.schedhook.extender.startup import StartUp
 from toposched.schedhook.extender.store import ObjectStore
 from toposched.schedhook.extender.wakeups import Wakeups, refused_pod
 from toposched.schedhook.placement.evaluate import PlacementConfig, Results, evaluate
 from toposched.schedhook.placement.parse import pod_uid
 from toposched.schedhook.settings import SchedhookSettings
+
+logger = logging.getLogger(__name__)
+SAID_NODES = 8
+"""Refused nodes described per refused pod in the debug log."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,10 @@ class Coordinator:
         results = evaluate(pod, names, snapshot, self.config.placement)
         await self.devices.align(pod, uid, results, snapshot.nrts)
         self.filtered.keep(uid, results)
-        self.wakeups.filtered(uid, refused_pod(pod, results), looked)
+        refused = refused_pod(pod, results)
+        self.wakeups.filtered(uid, refused, looked)
+        if refused is not None and logger.isEnabledFor(logging.DEBUG):
+            self._say_refused(refused, uid, results)
         self.events.rejected(self.view.take_rejected())
         if results.pod_error is None and results.fitting():
             self.bind_wait.answered(uid)
@@ -126,7 +135,21 @@ class Coordinator:
         self.wakeups.forget(uid)
         bind = await self.binder.reserve(namespace, name, uid, node)
         self.bind_wait.reserved()  # no await since the reservation: the waiting filters see it
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("binding %s/%s (%s) to %s, zones %s; %s", namespace, name, uid, node, bind.numa,
+                         self._node_line(node, "", exclude=uid))  # fmt: skip
         return await self.binder.post(bind, lambda: self.devices.check_bind(uid, name, node, bind.numa))
+
+    def _say_refused(self, refused: tuple[str, str], uid: str, results: Results) -> None:
+        failed = sorted(results.failed().items())
+        lines = [self._node_line(node, reason, exclude=uid) for node, reason in failed[:SAID_NODES]]
+        more = f" || ... and {len(failed) - SAID_NODES} more" if len(failed) > SAID_NODES else ""
+        logger.debug("refused %s/%s (%s): %s%s", *refused, uid, " || ".join(lines), more)  # one line: one grep
+
+    def _node_line(self, node: str, reason: str, exclude: str) -> str:
+        store = self.view.store
+        terminating = (f"{ns}/{name}" for ns, name in store.pods.terminating_on(node))
+        return refusal_line(node, reason, store.nrt(node), self.view.ledger.held(node, exclude), terminating)
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
         """The pod on ``names``, on the cluster without its own reservation; kept as its latest filter."""

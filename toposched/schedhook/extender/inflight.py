@@ -61,5 +61,5 @@ class InFlight:
                 continue
             # False only: None (no fingerprint) cannot tell a bind in flight from one long accounted.
             if (namespace, name) in counted and self.accounting.accounts(node, key) is False:
-                out.append(Reservation(uid, node, placed.numa, request_of(pod), key=key))
+                out.append(Reservation(uid, node, placed.numa, request_of(pod), key=key, rebuilt=True))
         return out

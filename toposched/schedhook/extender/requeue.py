@@ -69,7 +69,7 @@ class Requeue:
         if not self._swept:
             await self._sweep()
         due = self.wakeups.due(self._bound)
-        woken = 0
+        woken: list[str] = []
         for uid, pod in due:
             try:
                 await self._patch(uid, pod)
@@ -80,10 +80,10 @@ class Requeue:
                 self.wakeups.forget(uid)
                 continue
             WOKEN.inc()
-            woken += 1
+            woken.append(f"{pod.namespace}/{pod.name} ")
         if woken:
-            logger.debug("woke %d refused pod(s) for kube-scheduler to try again: room may have freed", woken)
-        return woken
+            logger.debug("woke refused pods for kube-scheduler to try again (room may have freed): %s", "".join(woken))
+        return len(woken)
 
     async def _sweep(self) -> None:
         """Adopt the pods kube-scheduler holds as refused by the extender (before this replica acted)."""

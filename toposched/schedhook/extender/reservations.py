@@ -29,6 +29,8 @@ class Reservation:
     since: float = field(default_factory=time.monotonic)
     key: str = ""
     """namespace/name, to find the pod among the node's pods."""
+    rebuilt: bool = False
+    """Held from a bound pod's annotation (``inflight``), not by a bind of this process."""
 
 
 def request_of(pod: Pod) -> dict[str, Decimal]:

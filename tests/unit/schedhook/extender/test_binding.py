@@ -118,3 +118,21 @@ async def test_a_check_before_the_binding_call_cannot_reorder_a_nodes_binds(
     failed = await asyncio.gather(*posts)
     assert api.bound == bound
     assert failed == [refuse.get(name, "") for name in "ab"]
+
+
+async def test_the_debug_log_says_what_the_extender_saw_when_it_bound_and_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    b = extender(None)
+    caplog.set_level("DEBUG", logger="toposched")
+    await b.filter(POD, ["n1"])
+    await b.bind("default", "p", "u-1", "n1")
+    big = pod_body("q", cpu=4, memory="1Gi", namespace="default", uid="u-2")
+    await b.filter(big, ["n1"])  # zone 0 holds p's 2 CPUs, zone 1 has 4: q fits
+    await b.bind("default", "q", "u-2", "n1")
+    await b.filter(pod_body("r", cpu=3, memory="1Gi", namespace="default", uid="u-3"), ["n1"])
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("toposched.schedhook.extender.coordinator")]
+    assert said[0].startswith("binding default/p (u-1) to n1, zones (0,); n1 | NRT ")
+    assert said[0].endswith("| held: none")
+    assert said[-1].startswith("refused default/r (u-3): n1: ")
+    assert "held: default/p zones 0 cpu 2 " in said[-1] and "; default/q zones 1 cpu 4 " in said[-1]

@@ -116,6 +116,7 @@ async def test_placement_survives_losing_the_acting_replica(
     print({k: v for k, v in tally.items() if k not in ("rejectedPods", "mispredicted")})
     print(f"{len(tally['mispredicted'])} of {tally['running']} running pods on other zones than predicted")
     print(*tally["mispredicted"], sep="\n")
+    print(*extender_lines(release, [m["pod"] for m in tally["mispredicted"]][:5]), sep="\n")
     left = await unplaced(api, namespace, stream, began)
     print(*left, sep="\n")
     print(*woken(stream, began), sep="\n")

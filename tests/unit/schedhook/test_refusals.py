@@ -45,12 +45,18 @@ def test_held_line_says_each_reservation_oldest_first_and_which_were_rebuilt() -
     ("reason", "terminating", "want"),
     [
         pytest.param(
-            "best zone has 1 available", [], "n1: best zone has 1 available | no NRT | held: none", id="refused"
+            "best zone has 1 available",
+            [],
+            "n1: best zone has 1 available | no NRT, no fingerprint | held: none",
+            id="refused",
         ),
         pytest.param(
-            "", ["ns/b", "ns/a"], "n1 | no NRT | held: none | terminating: ns/a, ns/b", id="bound-terminating"
+            "",
+            ["ns/b", "ns/a"],
+            "n1 | no NRT, no fingerprint | held: none | terminating: ns/a, ns/b",
+            id="bound-terminating",
         ),
     ],
 )
 def test_refusal_line(reason: str, terminating: list[str], want: str) -> None:
-    assert refusal_line("n1", reason, None, [], terminating) == want
+    assert refusal_line("n1", reason, None, "no fingerprint", [], terminating) == want

@@ -149,7 +149,8 @@ class Coordinator:
     def _node_line(self, node: str, reason: str, exclude: str) -> str:
         store = self.view.store
         terminating = (f"{ns}/{name}" for ns, name in store.pods.terminating_on(node))
-        return refusal_line(node, reason, store.nrt(node), self.view.ledger.held(node, exclude), terminating)
+        held = self.view.ledger.held(node, exclude)
+        return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, terminating)
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
         """The pod on ``names``, on the cluster without its own reservation; kept as its latest filter."""

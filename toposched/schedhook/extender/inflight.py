@@ -59,7 +59,10 @@ class InFlight:
             # next pod would look full, until the pod object is gone (seconds).
             if key in self.store.pods.terminating:
                 continue
-            # False only: None (no fingerprint) cannot tell a bind in flight from one long accounted.
-            if (namespace, name) in counted and self.accounting.accounts(node, key) is False:
+            # Only when the NRT is exactly of a set of the node's pods without it: with no
+            # fingerprint, or one of no such set (a pod gone that the NRT still counts, say), a bind
+            # in flight cannot be told from one long accounted, and holding every pod of the node
+            # again would make it look full.
+            if (namespace, name) in counted and self.accounting.left_out(node, key):
                 out.append(Reservation(uid, node, placed.numa, request_of(pod), key=key, rebuilt=True))
         return out

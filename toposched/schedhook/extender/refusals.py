@@ -3,7 +3,7 @@
 A refusal for NUMA room is the extender's view (the NRT minus the reservations it holds) against
 the pod; when a pod stays refused while its node looks empty, the question is which of the two
 held the room. So the line gives both: the NRT's version and CPUs available by zone as published,
-then each reservation held on the node (the pod, its zones and CPUs, its age, and whether it was
+what its pods fingerprint says of the node's pods, then each reservation held on the node (the pod, its zones and CPUs, its age, and whether it was
 rebuilt from a bound pod's annotation rather than made by a bind of this process), and the node's
 pods being deleted.
 """
@@ -45,11 +45,16 @@ def held_line(held: Iterable[Reservation], now: float | None = None) -> str:
 
 
 def refusal_line(
-    node: str, reason: str, nrt: Mapping[str, Any] | None, held: Iterable[Reservation], terminating: Iterable[str]
+    node: str,
+    reason: str,
+    nrt: Mapping[str, Any] | None,
+    fingerprint: str,
+    held: Iterable[Reservation],
+    terminating: Iterable[str],
 ) -> str:
     """One node (refused: why), the NRT as published, the reservations taken off it, the pods being deleted."""
     leaving = sorted(terminating)
     return (
-        f"{node}{': ' + reason if reason else ''} | {nrt_cpus(nrt)} | {held_line(held)}"
+        f"{node}{': ' + reason if reason else ''} | {nrt_cpus(nrt)}, {fingerprint} | {held_line(held)}"
         f"{' | terminating: ' + ', '.join(leaving) if leaving else ''}"
     )

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
 
+from toposched.apis.constants import NRT_ATTR_PODS_FINGERPRINT
 from toposched.schedhook.extender.store import ObjectStore, attributes_of
-from toposched.schedhook.placement.freshness import accounted
+from toposched.schedhook.placement.freshness import matched
 from toposched.schedhook.placement.model import Pod
 
 
@@ -47,6 +48,9 @@ class Accounts(Protocol):
     def accounts(self, node: str, key: str) -> bool | None:
         """Does the node's NRT account for pod ``key`` (None: it cannot say)?"""
 
+    def left_out(self, node: str, key: str) -> bool:
+        """Is the node's NRT exactly of a set of its pods without pod ``key``?"""
+
 
 class Accounting:
     """Does a node's NRT account for a bound pod? By its pods fingerprint, worked out once per NRT
@@ -54,28 +58,58 @@ class Accounting:
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self._accounted: dict[str, tuple[Hashable, frozenset[tuple[str, str]] | None]] = {}
+        self._matched: dict[str, tuple[Hashable, frozenset[tuple[str, str]] | None]] = {}
+        """Node -> (NRT version and pods version, the pods its fingerprint is exactly of: None when
+        it is of no set of them)."""
 
     def accounts(self, node: str, key: str) -> bool | None:
-        """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none."""
+        """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none.
+        False when it is of no set of the node's pods: the pod's own reservation stays."""
+        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+            return None
+        matched = self._match(node)
+        return matched is not None and self._named(node, key) in matched
+
+    def left_out(self, node: str, key: str) -> bool:
+        """True when the fingerprint is exactly of a set of the node's pods that leaves pod ``key``
+        out; False when it names the pod, or is of no set (a pod gone, the NRT behind: nothing can
+        be said of any pod then), or there is none."""
+        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+            return False
+        matched = self._match(node)
+        named = self._named(node, key)
+        return matched is not None and named is not None and named not in matched
+
+    def said(self, node: str) -> str:
+        """What the fingerprint says of the node's pods, for the debug log."""
+        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+            return "no fingerprint"
+        matched, pods = self._match(node), len(self.store.pods.on.get(node, {}))
+        return (
+            f"fingerprint of {len(matched)} of {pods} pods"
+            if matched is not None
+            else f"fingerprint of no set of {pods} pods"
+        )
+
+    def _has_fingerprint(self, node: str) -> bool:
         body = self.store.nrt(node)
-        if body is None:
-            return None
-        pods = self.store.pods.on.get(node, {})
+        return body is not None and bool(attributes_of(body).get(NRT_ATTR_PODS_FINGERPRINT))
+
+    def _named(self, node: str, key: str) -> tuple[str, str] | None:
+        entry = self.store.pods.on.get(node, {}).get(key)  # absent: the watch has not shown the bind yet
+        return None if entry is None else (entry[0], entry[1])
+
+    def _match(self, node: str) -> frozenset[tuple[str, str]] | None:
+        body = self.store.nrt(node)
+        assert body is not None
         state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0))
-        cached = self._accounted.get(node)
+        cached = self._matched.get(node)
         if cached is None or cached[0] != state:
-            attributes = attributes_of(body)
+            pods = list(self.store.pods.on.get(node, {}).values())  # dict order = bind order
             terminating = self.store.pods.terminating_on(node)
-            cached = (
-                state,
-                accounted(attributes, list(pods.values()), terminating=terminating),
-            )  # dict order = bind order
-            self._accounted[node] = cached
-        if cached[1] is None:
-            return None
-        entry = pods.get(key)  # absent: the watch has not shown the bind yet
-        return entry is not None and (entry[0], entry[1]) in cached[1]
+            cached = (state, matched(attributes_of(body), pods, terminating=terminating))
+            self._matched[node] = cached
+        return cached[1]
 
 
 class Ledger:

@@ -1,11 +1,12 @@
-"""What the extender saw of a node when it refused a pod there: one line for the debug log. Pure.
+"""What the extender saw of a node when it refused or bound a pod there: one line for the debug
+log. Pure.
 
 A refusal for NUMA room is the extender's view (the NRT minus the reservations it holds) against
 the pod; when a pod stays refused while its node looks empty, the question is which of the two
 held the room. So the line gives both: the NRT's version and CPUs available by zone as published,
-what its pods fingerprint says of the node's pods, then each reservation held on the node (the pod, its zones and CPUs, its age, and whether it was
-rebuilt from a bound pod's annotation rather than made by a bind of this process), and the node's
-pods being deleted.
+what its pods fingerprint says of the node's pods, then each reservation held on the node (the
+pod, its zones and CPUs, its age, and whether it was rebuilt from a bound pod's annotation rather
+than made by a bind of this process), and the node's pods being deleted.
 """
 
 import time

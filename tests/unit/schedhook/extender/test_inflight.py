@@ -61,9 +61,7 @@ def held(view: ClusterView) -> dict[str, tuple[int, ...]]:
         ),
         # The NRT still counts pod x, deleted since: it is of no set of the node's pods, and says
         # nothing of a or b (holding both again made the node look full).
-        pytest.param(
-            nrt(["a", "x"]), [bound("a", ["node-0"]), bound("b", ["node-1"])], {}, id="of-no-set-cannot-tell"
-        ),
+        pytest.param(nrt(["a", "x"]), [bound("a", ["node-0"]), bound("b", ["node-1"])], {}, id="of-no-set-cannot-tell"),
     ],
 )
 def test_a_new_leader_holds_the_binds_its_nrt_leaves_out(

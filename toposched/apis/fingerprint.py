@@ -17,8 +17,18 @@ METHOD_EXCLUSIVE = "with-exclusive-resources"
 
 def fingerprint(pods: Iterable[tuple[str, str]]) -> str:
     """The fingerprint of (namespace, name) pairs."""
-    hashes = sorted(xxhash.xxh64_intdigest(name, seed=xxhash.xxh64_intdigest(namespace)) for namespace, name in pods)
+    return of_hashes(pod_hash(namespace, name) for namespace, name in pods)
+
+
+def pod_hash(namespace: str, name: str) -> int:
+    """One pod's part of the fingerprint."""
+    return xxhash.xxh64_intdigest(name, seed=xxhash.xxh64_intdigest(namespace))
+
+
+def of_hashes(hashes: Iterable[int]) -> str:
+    """The fingerprint of pods by their ``pod_hash`` (in any order): many sets of the same pods are
+    tried without hashing each pod again."""
     digest = xxhash.xxh64()
-    for value in hashes:
+    for value in sorted(hashes):
         digest.update(value.to_bytes(8, "little"))
     return PREFIX + VERSION + digest.hexdigest()

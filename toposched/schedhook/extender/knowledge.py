@@ -40,7 +40,9 @@ BLIND = Gauge(
 )
 
 OnNode = list[tuple[str, str, Pod]]
-"""The pods bound to a node, oldest bind first: (namespace, name, requests)."""
+"""The pods bound to a node, oldest bind first: (namespace, name, requests); those gone lately first."""
+Keys = set[tuple[str, str]]
+"""Pods (namespace, name) leaving a node: being deleted, or gone lately."""
 TurnedBlind = Callable[[dict[str, Any], str], None]
 """Told of a Node that turned blind: its body, and why."""
 
@@ -161,26 +163,25 @@ class Knowledge:
             self._had_nrt[name] = now
             self._missing.pop(name, None)
             attributes = attributes_of(nrt)
-            bound = list(self.store.pods.on.get(name, {}).values())
-            self._went_back_of(name, attributes, bound, now)
-            self._behind_of(name, attributes, bound, now)
+            bound, leaving = self.store.pods.leaving_on(name)
+            self._went_back_of(name, attributes, bound, leaving, now)
+            self._behind_of(name, attributes, bound, leaving, now)
             return
         self._behind.pop(name, None)
         if name not in self._missing and self._expected(name, now):
             self._missing[name] = now
 
-    def _went_back_of(self, name: str, attributes: dict[str, str], bound: OnNode, now: float) -> None:
+    def _went_back_of(self, name: str, attributes: dict[str, str], bound: OnNode, leaving: Keys, now: float) -> None:
         """Whether the NRT left out running pods an earlier one counted (``went_back``). What it
         counts is judged only when its fingerprint is exactly of a recent set of the node's pods;
         otherwise the last judgement stands."""
-        exact = matched(attributes, bound, terminating=self.store.pods.terminating_on(name))
+        exact = matched(attributes, bound, terminating=leaving)
         if exact is None:
             if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):  # none at all: nothing is known of its pods
                 self._counted.pop(name, None)
                 self._went_back.pop(name, None)
             return
-        terminating = self.store.pods.terminating
-        running = {(ns, pod) for ns, pod, _ in bound if store_key(ns, pod) not in terminating}
+        running = {(ns, pod) for ns, pod, _ in bound if (ns, pod) not in leaving}
         before = self._counted.get(name, frozenset())
         dropped = went_back(before, exact, running)
         if dropped:  # compare the next NRTs with all it counted before
@@ -190,11 +191,11 @@ class Knowledge:
             self._went_back.pop(name, None)
             self._counted[name] = exact
 
-    def _behind_of(self, name: str, attributes: dict[str, str], bound: OnNode, now: float) -> None:
+    def _behind_of(self, name: str, attributes: dict[str, str], bound: OnNode, leaving: Keys, now: float) -> None:
         """Since when the NRT has left out pods bound to the node, by its fingerprint: the newest
         few it is usually behind by, since they were bound; or, when it matches no recent set of
         the node's pods at all, since that was first seen."""
-        missed = left_out(attributes, bound, self.store.pods.terminating_on(name))
+        missed = left_out(attributes, bound, leaving)
         if missed is None or not missed.pods:  # no fingerprint (nothing can be said), or none left out
             self._behind.pop(name, None)
             return

@@ -59,8 +59,8 @@ class Accounting:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self._matched: dict[str, tuple[Hashable, frozenset[tuple[str, str]] | None]] = {}
-        """Node -> (NRT version and pods version, the pods its fingerprint is exactly of: None when
-        it is of no set of them)."""
+        """Node -> (NRT version, pods version and leaving pods; the pods its fingerprint is exactly
+        of: None when it is of no set of them)."""
 
     def accounts(self, node: str, key: str) -> bool | None:
         """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none.
@@ -102,12 +102,11 @@ class Accounting:
     def _match(self, node: str) -> frozenset[tuple[str, str]] | None:
         body = self.store.nrt(node)
         assert body is not None
-        state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0))
+        pods, leaving = self.store.pods.leaving_on(node)  # bind order
+        state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0), frozenset(leaving))
         cached = self._matched.get(node)
         if cached is None or cached[0] != state:
-            pods = list(self.store.pods.on.get(node, {}).values())  # dict order = bind order
-            terminating = self.store.pods.terminating_on(node)
-            cached = (state, matched(attributes_of(body), pods, terminating=terminating))
+            cached = (state, matched(attributes_of(body), pods, terminating=leaving))
             self._matched[node] = cached
         return cached[1]
 

@@ -57,6 +57,11 @@ class Changes:
         return taken
 
 
+GONE_SECONDS = 10.0
+"""How long a pod gone from its node may still be counted by the node's NRT (it is written at most
+once a second, after a second look at the kubelet): it may be in the set the fingerprint is of."""
+
+
 class BoundPods:
     """The pods bound to each node, oldest bind first, as placement and the fingerprints count them."""
 
@@ -74,6 +79,9 @@ class BoundPods:
         """Pod key -> when the watch first showed it bound (wall clock)."""
         self.terminating: set[str] = set()
         """Keys of bound pods being deleted: their kubelet may already have let go of them."""
+        self.gone: dict[str, dict[str, tuple[float, tuple[str, str, Pod]]]] = {}
+        """Node -> pod key -> (when it left, monotonic; its entry in ``on``): pods gone from the node
+        in the last ``GONE_SECONDS``, which its NRT may count still."""
         self._moved: list[set[str] | None] = []
         """Per reader, the nodes whose pods changed since it last took them (None: any may have)."""
 
@@ -91,10 +99,22 @@ class BoundPods:
         on = self.on.get(node, {})
         return {(entry[0], entry[1]) for key, entry in on.items() if key in self.terminating}
 
+    def leaving_on(self, node: str) -> tuple[list[tuple[str, str, Pod]], set[tuple[str, str]]]:
+        """The node's pods as its NRT may count them: those gone lately (first) and those bound, in
+        bind order; and which of them may be counted or not (being deleted, or gone)."""
+        gone = self.gone.get(node, {})
+        now = time.monotonic()
+        for key in [key for key, (left, _) in gone.items() if now - left > GONE_SECONDS]:
+            del gone[key]
+        if not gone:
+            self.gone.pop(node, None)
+        left = [entry for _, entry in gone.values()]
+        return [*left, *self.on.get(node, {}).values()], {(e[0], e[1]) for e in left} | self.terminating_on(node)
+
     def clear(self) -> None:
         for node in self.on:
             self.version[node] = self.version.get(node, 0) + 1
-        self.placed, self.on, self._node_of, self.terminating = {}, {}, {}, set()
+        self.placed, self.on, self._node_of, self.terminating, self.gone = {}, {}, {}, set(), {}
         self._moved = [None for _ in self._moved]
 
     def apply(self, key: str, pod: dict[str, Any] | None) -> None:
@@ -120,7 +140,9 @@ class BoundPods:
             return
         self._mark_moved((before, node))
         if before is not None:
-            self.on.get(before, {}).pop(key, None)
+            entry = self.on.get(before, {}).pop(key, None)
+            if entry is not None:
+                self.gone.setdefault(before, {})[key] = (time.monotonic(), entry)
             self.version[before] = self.version.get(before, 0) + 1
             del self._node_of[key]
         if node is not None and pod is not None:
@@ -130,6 +152,7 @@ class BoundPods:
             except ValueError as exc:  # bound anyway (by someone else): it only counts less exactly
                 logger.warning("pod %s: %s; counted without its requests", key, exc)
                 requests = Pod(())
+            self.gone.get(node, {}).pop(key, None)
             self.on.setdefault(node, {})[key] = (meta.get("namespace", ""), meta["name"], requests)
             self._node_of[key] = node
             self.version[node] = self.version.get(node, 0) + 1

@@ -7,10 +7,13 @@ knows on the node (or of all but the newest few: an NRT is usually a little behi
 the NRT's ``available`` already has their requests taken off, and the reservations of those pods
 can go, while the newer ones stay.
 
-A pod being deleted is in the set or not: its kubelet lets go of it (PodResources stops listing
-it) once its containers have stopped, a moment to seconds before the pod object is gone. So the
-sets tried are also those without some of the terminating pods; otherwise no set would match in
-that moment, and the reservations of pods the NRT already counts would be counted again.
+A pod leaving its node is in the set or not. One being deleted: its kubelet lets go of it
+(PodResources stops listing it) once its containers have stopped, a moment to seconds before the
+pod object is gone. One gone in the last seconds: its NRT, written at most once a second after a
+second look, may count it still. So the pods given as leaving (``terminating``: those being
+deleted, and those gone lately, given among ``pods``) may each be in the set or not; otherwise no
+set would match in those moments, and the reservations of pods the NRT already counts would be
+counted again.
 """
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -23,12 +26,13 @@ from toposched.apis.constants import (
     NRT_ATTR_PODS_FINGERPRINT,
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
 )
-from toposched.apis.fingerprint import METHOD_ALL, fingerprint
+from toposched.apis.fingerprint import METHOD_ALL, of_hashes, pod_hash
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
 
-TERMINATING_TRIED = 4
-"""Terminating pods of a node whose leaving out is tried (every subset of them: 16 at most)."""
+TERMINATING_TRIED = 5
+"""Leaving pods of a node (being deleted, or gone lately) whose leaving out is tried (every subset
+of them: 32 at most)."""
 
 Key = tuple[str, str]
 """A pod's namespace and name."""
@@ -64,10 +68,11 @@ def matched(
     if not published:
         return None
     counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
+    hashes = {key: pod_hash(*key) for key in counted}
     for kept in _without_terminating(counted, terminating):
         for newest in range(min(lag, len(kept)) + 1):
             prefix = kept[: len(kept) - newest]
-            if fingerprint(prefix) == published:
+            if of_hashes(hashes[key] for key in prefix) == published:
                 return frozenset(prefix)
     return None
 

@@ -10,7 +10,7 @@ from testkit.builders import nrt_body, pod_body
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.schedhook.extender.clusterview import ClusterView
 from toposched.schedhook.extender.reservations import Reservation
-from toposched.schedhook.extender.store import ObjectStore, store_key
+from toposched.schedhook.extender.store import GONE_SECONDS, ObjectStore, store_key
 from toposched.schedhook.placement.freshness import accounted, left_out, matched, went_back
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
@@ -164,6 +164,29 @@ def test_a_reservation_is_held_until_the_fingerprint_includes_the_pod() -> None:
     assert [r.pod for r in view.settle()] == ["uid-newer"]
     view.store.event("nrts", "MODIFIED", _nrt("3", [("ns", "old"), ("ns", "new"), ("ns", "newer")]))
     assert view.settle() == []
+
+
+@pytest.mark.parametrize(
+    ("gone_for", "released"),
+    [
+        pytest.param(1.0, True, id="gone-a-second-ago-still-counted"),
+        pytest.param(GONE_SECONDS + 1, False, id="gone-too-long-ago-no-set-matches"),
+    ],
+)
+def test_a_pod_gone_that_the_nrt_still_counts(monkeypatch: pytest.MonkeyPatch, gone_for: float, released: bool) -> None:
+    """The NRT is written at most once a second, after a second look at the kubelet: a pod deleted
+    a moment ago may be counted still. Matching no set then, the reservation of a pod the NRT
+    already counts stayed: counted twice, its zone looked fuller than the kubelet's."""
+    view = ClusterView(ObjectStore())
+    view.store.listed("nrts", [_nrt("1", [("ns", "old")])])
+    view.store.event("pods", "ADDED", _bound("old", uid="uid-old"))
+    view.ledger.reserve(Reservation("uid-new", "n", (0,), {"cpu": Decimal(2)}, key=store_key("ns", "new")))
+    view.store.event("pods", "ADDED", _bound("new", uid="uid-new"))
+    view.store.event("pods", "DELETED", _bound("old", uid="uid-old"))
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + gone_for)
+    view.store.event("nrts", "MODIFIED", _nrt("2", [("ns", "old"), ("ns", "new")]))  # counts new, and old still
+    assert [r.pod for r in view.settle()] == ([] if released else ["uid-new"])
 
 
 def test_without_a_fingerprint_an_update_after_the_settle_time_releases() -> None:

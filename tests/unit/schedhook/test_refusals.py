@@ -42,21 +42,21 @@ def test_held_line_says_each_reservation_oldest_first_and_which_were_rebuilt() -
 
 
 @pytest.mark.parametrize(
-    ("reason", "terminating", "want"),
+    ("reason", "pods", "want"),
     [
         pytest.param(
             "best zone has 1 available",
             [],
-            "n1: best zone has 1 available | no NRT, no fingerprint | held: none",
+            "n1: best zone has 1 available | no NRT, no fingerprint | held: none | pods: none",
             id="refused",
         ),
         pytest.param(
             "",
-            ["ns/b", "ns/a"],
-            "n1 | no NRT, no fingerprint | held: none | terminating: ns/a, ns/b",
-            id="bound-terminating",
+            ["ns/a gone", "ns/b deleting", "ns/c"],
+            "n1 | no NRT, no fingerprint | held: none | pods: ns/a gone, ns/b deleting, ns/c",
+            id="bound",
         ),
     ],
 )
-def test_refusal_line(reason: str, terminating: list[str], want: str) -> None:
-    assert refusal_line("n1", reason, None, "no fingerprint", [], terminating) == want
+def test_refusal_line(reason: str, pods: list[str], want: str) -> None:
+    assert refusal_line("n1", reason, None, "no fingerprint", [], pods) == want

@@ -148,9 +148,14 @@ class Coordinator:
 
     def _node_line(self, node: str, reason: str, exclude: str) -> str:
         store = self.view.store
-        terminating = (f"{ns}/{name}" for ns, name in store.pods.terminating_on(node))
+        pods, leaving = store.pods.leaving_on(node)
+        deleting = store.pods.terminating_on(node)
+        named = [
+            f"{ns}/{name}{'' if (ns, name) not in leaving else ' deleting' if (ns, name) in deleting else ' gone'}"
+            for ns, name, _ in pods
+        ]
         held = self.view.ledger.held(node, exclude)
-        return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, terminating)
+        return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, named)
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:
         """The pod on ``names``, on the cluster without its own reservation; kept as its latest filter."""

@@ -6,7 +6,8 @@ the pod; when a pod stays refused while its node looks empty, the question is wh
 held the room. So the line gives both: the NRT's version and CPUs available by zone as published,
 what its pods fingerprint says of the node's pods, then each reservation held on the node (the
 pod, its zones and CPUs, its age, and whether it was rebuilt from a bound pod's annotation rather
-than made by a bind of this process), and the node's pods being deleted.
+than made by a bind of this process), and the pods the fingerprint may count: those bound, those
+being deleted, those gone lately.
 """
 
 import time
@@ -51,11 +52,11 @@ def refusal_line(
     nrt: Mapping[str, Any] | None,
     fingerprint: str,
     held: Iterable[Reservation],
-    terminating: Iterable[str],
+    pods: Iterable[str],
 ) -> str:
-    """One node (refused: why), the NRT as published, the reservations taken off it, the pods being deleted."""
-    leaving = sorted(terminating)
+    """One node (refused: why), the NRT as published, the reservations taken off it, and the pods
+    its fingerprint may count (those bound, those being deleted, those gone lately)."""
     return (
         f"{node}{': ' + reason if reason else ''} | {nrt_cpus(nrt)}, {fingerprint} | {held_line(held)}"
-        f"{' | terminating: ' + ', '.join(leaving) if leaving else ''}"
+        f" | pods: {', '.join(pods) or 'none'}"
     )

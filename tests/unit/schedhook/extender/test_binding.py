@@ -133,7 +133,7 @@ async def test_the_debug_log_says_what_the_extender_saw_when_it_bound_and_refuse
     await b.filter(pod_body("r", cpu=3, memory="1Gi", namespace="default", uid="u-3"), ["n1"])
     said = [r.getMessage() for r in caplog.records if r.name.startswith("toposched.schedhook.extender.coordinator")]
     assert said[0].startswith("binding default/p (u-1) to n1, zones (0,); n1 | NRT ")
-    assert said[0].endswith("| held: none")
+    assert said[0].endswith("| held: none | pods: none")
     assert said[-1].startswith("refused default/r (u-3): n1: ")
     assert "held: default/p zones 0 cpu 2 " in said[-1]
     assert "; default/q zones 1 cpu 4 " in said[-1]

@@ -55,6 +55,12 @@ between lists the pod (so the pods fingerprint counts it) without its CPUs, whic
 free. A List is published once two reads in a row agree."""
 CONFIRM_WITHIN = 1.0
 """A List that still changes after this long is published anyway (a node admitting pods without pause)."""
+RELEASE_WRITE_INTERVAL = 0.2
+"""Seconds between writes while every change since the last one only let pods go (PodResources
+lists fewer pods, the others as they were). The kubelet gives a pod's CPUs to the next pod as soon
+as it lets go of it; an NRT counting them up to a second longer (``min_write_interval``) makes a
+placement predict another zone, or refuse the node. Other changes still coalesce to one write per
+``min_write_interval``."""
 PLUGIN_SETTLE = 3.0
 """Seconds during which every poll reads the allocatable list again after a plugin's socket came
 or went: the kubelet drops a stopped plugin's devices when their stream ends, a moment after its
@@ -86,12 +92,23 @@ class Exporter:
         self.restart = RestartHold()
         self.holding = True
         """Whether the last poll found the restart hold on (a change publishes again)."""
+        self.only_releases = False
+        """Every change since the last write only let pods go (``RELEASE_WRITE_INTERVAL``)."""
 
-    def mark_changed(self, why: str) -> None:
+    def mark_changed(self, why: str, release: bool = False) -> None:
         if not self.changed.is_set():
             logger.debug("change: %s", why)
             self.change_seen = time.monotonic()
+            self.only_releases = release
+        else:
+            self.only_releases &= release
         self.changed.set()
+
+    def write_interval(self) -> float:
+        """The least time between two writes, for the changes waiting now."""
+        if self.only_releases:
+            return min(RELEASE_WRITE_INTERVAL, self.settings.min_write_interval)
+        return self.settings.min_write_interval
 
     async def watch_state_files(self) -> None:
         seen: dict[str, float | None] = {}
@@ -150,8 +167,9 @@ class Exporter:
                         self.unconfirmed is not None
                         and (self.unconfirmed[0] == digest or now - self.unconfirmed[1] >= CONFIRM_WITHIN)
                     ):
+                        released = self.pods is not None and set(pods) < set(self.pods)
                         self.pods, self.pods_digest, self.unconfirmed = pods, digest, None
-                        self.mark_changed("PodResources List changed")
+                        self.mark_changed("PodResources List changed", release=released)
                     else:
                         if self.unconfirmed is None or self.unconfirmed[0] != digest:
                             self.unconfirmed = (digest, self.unconfirmed[1] if self.unconfirmed else now)
@@ -222,7 +240,7 @@ class Exporter:
             try:
                 while True:
                     await self.changed.wait()
-                    wait = self.last_write + self.settings.min_write_interval - time.monotonic()
+                    wait = self.last_write + self.write_interval() - time.monotonic()
                     if wait > 0:
                         await asyncio.sleep(wait)  # coalesce: at most one write per interval
                     self.changed.clear()

@@ -72,3 +72,43 @@ async def test_a_list_that_keeps_changing_is_published_after_a_while(
     seen = await published(changing, 8, tmp_path)
     assert seen[1] == [A]  # the first change waits
     assert seen[-1] != [A]  # but not for ever
+
+
+@pytest.mark.parametrize(
+    ("changes", "interval"),
+    [
+        pytest.param([("List", True)], daemon.RELEASE_WRITE_INTERVAL, id="a-pod-let-go"),
+        pytest.param([("List", True), ("List", True)], daemon.RELEASE_WRITE_INTERVAL, id="two-let-go"),
+        pytest.param([("List", False)], 1.0, id="a-pod-admitted"),
+        pytest.param([("List", True), ("cpu_manager_state", False)], 1.0, id="let-go-then-a-checkpoint-written"),
+        pytest.param([("cpu_manager_state", False), ("List", True)], 1.0, id="a-checkpoint-then-let-go"),
+    ],
+)
+def test_pods_let_go_are_written_sooner_than_other_changes(changes: list[tuple[str, bool]], interval: float) -> None:
+    """The kubelet gives a pod's CPUs to the next pod as soon as it lets go of it."""
+    exporter = Exporter(ExporterSettings(min_write_interval=1.0))
+    for why, release in changes:
+        exporter.mark_changed(why, release=release)
+    assert exporter.write_interval() == interval
+    exporter.changed.clear()  # written
+    exporter.mark_changed("List", release=False)
+    assert exporter.write_interval() == 1.0
+
+
+async def test_a_list_with_fewer_pods_is_a_release(tmp_path: Path) -> None:
+    exporter = Exporter(ExporterSettings(kubelet_state_dir=tmp_path, list_interval=0.1))
+    exporter.pods, exporter.pods_digest = [A, B], hash((A, B))  # published
+
+    class Written(Kubelet):  # each change written before the next read
+        async def list_pods(self) -> list[PodUse]:
+            exporter.changed.clear()
+            return await super().list_pods()
+
+    kubelet = Written([[A], [A]], exporter, 2)
+    poll = asyncio.create_task(exporter.poll_pods(kubelet))  # type: ignore[arg-type]
+    try:
+        await asyncio.wait_for(kubelet.done.wait(), 10)
+    finally:
+        poll.cancel()
+    assert exporter.pods == [A]
+    assert exporter.only_releases

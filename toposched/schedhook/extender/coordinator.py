@@ -150,10 +150,8 @@ class Coordinator:
         store = self.view.store
         pods, leaving = store.pods.leaving_on(node)
         deleting = store.pods.terminating_on(node)
-        named = [
-            f"{ns}/{name}{'' if (ns, name) not in leaving else ' deleting' if (ns, name) in deleting else ' gone'}"
-            for ns, name, _ in pods
-        ]
+        marks = {key: " deleting" if key in deleting else " gone" for key in leaving}
+        named = [f"{ns}/{name}{marks.get((ns, name), '')}" for ns, name, _ in pods]
         held = self.view.ledger.held(node, exclude)
         return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, named)
 

@@ -57,9 +57,12 @@ class Changes:
         return taken
 
 
-GONE_SECONDS = 10.0
-"""How long a pod gone from its node may still be counted by the node's NRT (it is written at most
-once a second, after a second look at the kubelet): it may be in the set the fingerprint is of."""
+GONE_SECONDS = 5.0
+"""How long a pod gone from its node may still be counted by the node's NRT (written at most once
+a second, after a second look at the kubelet): it may be in the set the fingerprint is of."""
+GONE_TRIED = 3
+"""Pods gone lately, the most recent first, that may be in that set; older ones are taken as let go
+(forced into every set tried, they would make none match)."""
 
 
 class BoundPods:
@@ -108,8 +111,8 @@ class BoundPods:
             del gone[key]
         if not gone:
             self.gone.pop(node, None)
-        left = [entry for _, entry in gone.values()]
-        return [*left, *self.on.get(node, {}).values()], {(e[0], e[1]) for e in left} | self.terminating_on(node)
+        recent = [entry for _, entry in list(gone.values())[-GONE_TRIED:]]
+        return [*recent, *self.on.get(node, {}).values()], {(e[0], e[1]) for e in recent} | self.terminating_on(node)
 
     def clear(self) -> None:
         for node in self.on:

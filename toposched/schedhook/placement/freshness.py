@@ -30,9 +30,9 @@ from toposched.apis.fingerprint import METHOD_ALL, of_hashes, pod_hash
 from toposched.schedhook.placement.kubelet.claims import holds_exclusive
 from toposched.schedhook.placement.model import Pod
 
-TERMINATING_TRIED = 5
+TERMINATING_TRIED = 6
 """Leaving pods of a node (being deleted, or gone lately) whose leaving out is tried (every subset
-of them: 32 at most)."""
+of them: 64 at most); the first in the order given (the pods gone lately come first)."""
 
 Key = tuple[str, str]
 """A pod's namespace and name."""

@@ -151,7 +151,8 @@ class Coordinator:
         pods, leaving = store.pods.leaving_on(node)
         deleting = store.pods.terminating_on(node)
         marks = {key: " deleting" if key in deleting else " gone" for key in leaving}
-        named = [f"{ns}/{name}{marks.get((ns, name), '')}" for ns, name, _ in pods]
+        counted = self.view.accounting.counted(node) or frozenset()
+        named = [f"{ns}/{name}{marks.get((ns, name), '')}{'*' * ((ns, name) in counted)}" for ns, name, _ in pods]
         held = self.view.ledger.held(node, exclude)
         return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, named)
 

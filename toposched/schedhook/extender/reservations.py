@@ -80,16 +80,18 @@ class Accounting:
         named = self._named(node, key)
         return matched is not None and named is not None and named not in matched
 
+    def counted(self, node: str) -> frozenset[tuple[str, str]] | None:
+        """The pods (namespace, name) the node's NRT is exactly of (gone ones too); None when it
+        has no fingerprint or is of no set of them."""
+        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+            return None
+        return self._match(node)
+
     def said(self, node: str) -> str:
         """What the fingerprint says of the node's pods, for the debug log."""
         if self.store.nrt(node) is None or not self._has_fingerprint(node):
             return "no fingerprint"
-        matched, pods = self._match(node), len(self.store.pods.on.get(node, {}))
-        return (
-            f"fingerprint of {len(matched)} of {pods} pods"
-            if matched is not None
-            else f"fingerprint of no set of {pods} pods"
-        )
+        return "fingerprint of no set of its pods" if self._match(node) is None else "fingerprint of the pods marked *"
 
     def _has_fingerprint(self, node: str) -> bool:
         body = self.store.nrt(node)

@@ -150,7 +150,9 @@ class Coordinator:
         store = self.view.store
         pods, leaving = store.pods.leaving_on(node)
         deleting = store.pods.terminating_on(node)
-        marks = {key: " deleting" if key in deleting else " gone" for key in leaving}
+        now = time.monotonic()
+        left = {(e[0], e[1]): now - at for at, e in store.pods.gone.get(node, {}).values()}
+        marks = {key: " deleting" if key in deleting else f" gone {left.get(key, 0.0):.1f}s" for key in leaving}
         counted = self.view.accounting.counted(node) or frozenset()
         named = [f"{ns}/{name}{marks.get((ns, name), '')}{'*' * ((ns, name) in counted)}" for ns, name, _ in pods]
         held = self.view.ledger.held(node, exclude)

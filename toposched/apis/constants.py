@@ -70,6 +70,10 @@ several NUMA zones, which every one of those zones counts, and those without top
 zone counts."""
 NRT_ATTR_THREADS_PER_CORE: Final = "toposched.io/threads-per-core"
 """CPUs per physical core (2 with SMT), published when every core has the same number."""
+NRT_ATTR_POD_CPUS: Final = "toposched.io/pod-cpus"
+"""The exclusive CPUs of each pod the NRT counts, by NUMA zone (``toposched.apis.podcpus``): a
+placement that knows a pod has ended while its NRT still counts it gives those CPUs back on the
+zones they were on, as the kubelet does at its next admission."""
 NRT_ATTR_KUBELET_RESTART: Final = "toposched.io/kubelet-restart"
 """Present while the kubelet may still be handling its first pods since it (re)started: what the
 pods it no longer runs hold counts as held (``toposched.exporter.restarts``)."""

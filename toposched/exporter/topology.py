@@ -33,6 +33,7 @@ from toposched.apis.constants import (
     NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_MEMORY_SOURCE,
     NRT_ATTR_NUMA,
+    NRT_ATTR_POD_CPUS,
     NRT_ATTR_PODRESOURCES,
     NRT_ATTR_PODS_FINGERPRINT,
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
@@ -51,6 +52,7 @@ from toposched.apis.devicegroups import DeviceGroup, format_groups
 from toposched.apis.fingerprint import METHOD_ALL, METHOD_EXCLUSIVE, fingerprint
 from toposched.apis.kubelet import STATIC_CPU, STATIC_MEMORY, legacy_policy
 from toposched.apis.noderesourcetopology import AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone
+from toposched.apis.podcpus import format_pod_cpus
 from toposched.exporter.checkpoints import (
     Checkpoints,
     CpuState,
@@ -207,6 +209,7 @@ _ATTRIBUTE_ORDER = (
     NRT_ATTR_RESERVED_SYSTEM_CPUS,
     NRT_ATTR_PODS_FINGERPRINT,
     NRT_ATTR_PODS_FINGERPRINT_METHOD,
+    NRT_ATTR_POD_CPUS,
     NRT_ATTR_NUMA,
     NRT_ATTR_MEMORY_NUMA_GROUPS,
     NRT_ATTR_DEVICE_GROUPS,
@@ -248,6 +251,9 @@ def build(inputs: Inputs) -> NodeResourceTopology:
         counted = [p for p in inputs.pods if inputs.fingerprint_method == METHOD_ALL or p.exclusive()]
         attributes[NRT_ATTR_PODS_FINGERPRINT] = fingerprint((p.namespace, p.name) for p in counted)
         attributes[NRT_ATTR_PODS_FINGERPRINT_METHOD] = inputs.fingerprint_method
+        pod_cpus = _pod_cpus(inputs.machine, inputs.pods)
+        if pod_cpus:
+            attributes[NRT_ATTR_POD_CPUS] = pod_cpus
     if not inputs.machine.numa:
         attributes[NRT_ATTR_NUMA] = "unsupported by the kernel: one zone for the whole machine"
 
@@ -262,6 +268,19 @@ def build(inputs: Inputs) -> NodeResourceTopology:
             AttributeInfo(name=name, value=attributes[name]) for name in sorted(attributes, key=_ATTRIBUTE_ORDER.index)
         ],
     )
+
+
+def _pod_cpus(machine: Machine, pods: Sequence[PodUse]) -> str:
+    """Each listed pod's pinned CPUs by NUMA zone (``NRT_ATTR_POD_CPUS``); a CPU two of its
+    containers list (an init container's, reused) counts once."""
+    zone_of = {cpu: n.id for n in machine.nodes for cpu in n.cpus}
+    by_pod = {
+        (pod.namespace, pod.name): Counter(
+            zone_of[cpu] for cpu in {c for container in pod.containers for c in container.cpu_ids} if cpu in zone_of
+        )
+        for pod in pods
+    }
+    return format_pod_cpus(by_pod)
 
 
 def _stale_of(inputs: Inputs) -> set[str]:

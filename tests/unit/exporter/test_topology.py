@@ -187,6 +187,19 @@ def test_device_garbage_is_left_out_and_said(tmp_path: Path) -> None:
     assert device_problems(machine(tmp_path), alloc) == "NUMA ids the machine does not have: 7"
 
 
+def test_each_pods_pinned_cpus_by_zone(tmp_path: Path) -> None:
+    """For a scheduler that sees a pod end before the NRT does: where its CPUs go back."""
+    across = PodUse(
+        "ns",
+        "across",
+        (ContainerUse(name="init", cpu_ids=(1, 2)), ContainerUse(name="app", cpu_ids=(1, 2, 16))),
+    )
+    plain = PodUse("default", "web-1", (ContainerUse(),))
+    nrt = build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [plain, GUARANTEED, across]))
+    assert attrs(nrt)["toposched.io/pod-cpus"] == "ns/across=0:2,1:1;prod/db-0=1:4"
+    assert "toposched.io/pod-cpus" not in attrs(build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [plain])))
+
+
 def test_fingerprint_methods(tmp_path: Path) -> None:
     plain = PodUse("default", "web-1", (ContainerUse(),))
     with_exclusive = build(Inputs("w", machine(tmp_path), KUBELET, ALLOCATABLE, [plain, GUARANTEED]))

@@ -1,7 +1,8 @@
 """The cluster as the next placement call sees it. Pure bookkeeping over the object store.
 
 A snapshot holds the store's objects with the live reservations taken off the NRTs (the ledger is
-settled first: reservations of pods ended, accounted for by their NRT or timed out are dropped),
+settled first: reservations of pods ended, accounted for by their NRT or timed out are dropped)
+and the CPUs of pods ended that an NRT still counts given back (``credits``),
 the blind nodes, and the pods placed -- the watch's, plus the AppGroup members being bound that the
 watch does not show yet (so the next member is placed near them).
 """
@@ -10,6 +11,7 @@ import time
 from typing import Any
 
 from toposched.apis.constants import WEIGHT_NETPERF
+from toposched.schedhook.extender.credits import Credits
 from toposched.schedhook.extender.inflight import InFlight
 from toposched.schedhook.extender.knowledge import Knowledge
 from toposched.schedhook.extender.reservations import Accounting, Ledger, Reservation
@@ -36,6 +38,7 @@ class ClusterView:
         self.ledger = Ledger(reservation_timeout)
         self.accounting = Accounting(store)
         self.in_flight = InFlight(store, self.ledger, self.accounting)
+        self.credits = Credits(store, self.accounting)
         self._nrt_changes = store.changes(("nrts",))
         self._moved = store.pods.reader()
         self.being_bound: dict[str, tuple[Placed, float]] = {}
@@ -50,9 +53,10 @@ class ClusterView:
         if mine is not None:
             stale.add(mine.node)
             self.ledger.touch(mine.node)
+        stale |= self.credits.changed()
         snap = self.snapshots.snapshot(
-            lambda node: self.ledger.held(node, exclude),
-            self.ledger.by_node,
+            lambda node: self.credits.of(node) + self.ledger.held(node, exclude),
+            [*self.ledger.by_node, *self.credits.nodes()],
             stale,
             [*self.store.pods.placed.values(), *self._in_flight()],
         )

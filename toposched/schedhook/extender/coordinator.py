@@ -155,7 +155,7 @@ class Coordinator:
         marks = {key: " deleting" if key in deleting else f" gone {left.get(key, 0.0):.1f}s" for key in leaving}
         counted = self.view.accounting.counted(node) or frozenset()
         named = [f"{ns}/{name}{marks.get((ns, name), '')}{'*' * ((ns, name) in counted)}" for ns, name, _ in pods]
-        held = self.view.ledger.held(node, exclude)
+        held = self.view.credits.of(node) + self.view.ledger.held(node, exclude)  # given back: negative CPUs
         return refusal_line(node, reason, store.nrt(node), self.view.accounting.said(node), held, named)
 
     def evaluate(self, pod: dict[str, Any], names: Sequence[str]) -> Results:

@@ -239,9 +239,20 @@ def _nrt_view(
 
 
 def _minus(node: NodeTopology, held: tuple[Reservation, ...]) -> NodeTopology:
-    """The node with its reservations taken from their zones (lowest NUMA id first), in one copy."""
+    """The node with its reservations taken from their zones (lowest NUMA id first), in one copy.
+    A negative request (``credits``: a pod ended that the NRT still counts) is given back to its
+    zone, up to what the zone has allocatable."""
     available = {z.numa: dict(z.available) for z in node.zones}
+    allocatable = {z.numa: z.allocatable for z in node.zones}
     for r in held:
+        if any(amount < 0 for amount in r.request.values()):
+            for numa in r.numa:
+                zone = available.get(numa)
+                for resource, amount in r.request.items():
+                    if zone is not None and resource in zone and amount < 0:
+                        ceiling = allocatable[numa].get(resource, zone[resource] - amount)
+                        zone[resource] = min(ceiling, zone[resource] - amount)
+            continue
         left = dict(r.request)
         for numa in sorted(r.numa):
             zone = available.get(numa)

@@ -61,11 +61,12 @@ class Credits:
         if body is None:
             return ()
         text = attributes_of(body).get(NRT_ATTR_POD_CPUS)
-        counted = self.accounting.counted(node)
-        if not text or not counted:
+        if not text:
             return ()
         _, leaving = self.store.pods.leaving_on(node)
-        gone = {key for key in leaving if key in counted} - self.store.pods.terminating_on(node)
+        ended = leaving - self.store.pods.terminating_on(node)
+        counted = self.accounting.counted(node) if ended else None  # the fingerprint's match only when needed
+        gone = ended & counted if counted else set()
         if not gone:
             return ()
         try:

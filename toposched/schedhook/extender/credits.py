@@ -10,6 +10,7 @@ by zone) are given back on those zones. Nothing is given back without that attri
 an exact match: the NRT may already have let the pod go.
 """
 
+import logging
 from decimal import Decimal
 
 from toposched.apis.constants import NRT_ATTR_POD_CPUS
@@ -17,6 +18,7 @@ from toposched.apis.podcpus import parse_pod_cpus
 from toposched.schedhook.extender.reservations import Accounting, Reservation
 from toposched.schedhook.extender.store import ObjectStore, attributes_of, key_name
 
+logger = logging.getLogger(__name__)
 CPU = "cpu"
 
 
@@ -26,6 +28,8 @@ class Credits:
         self.accounting = accounting
         self._given: dict[str, tuple[Reservation, ...]] = {}
         """Node -> what is given back there now (negative requests, one zone each)."""
+        self._unreadable: dict[str, str | None] = {}
+        """Node -> the NRT version whose attribute could not be read (said once)."""
         self._nrts = store.changes(("nrts",))
         self._moved = store.pods.reader()
 
@@ -71,7 +75,11 @@ class Credits:
             return ()
         try:
             cpus = parse_pod_cpus(text)
-        except ValueError:  # not ours to judge: the NRT's figures stand
+        except ValueError as exc:  # the NRT's figures stand; said once per version of it
+            version = body["metadata"].get("resourceVersion")
+            if self._unreadable.get(node) != version:
+                self._unreadable[node] = version
+                logger.warning("NRT %s: %s; the CPUs of its pods ended are not given back early", node, exc)
             return ()
         return tuple(
             Reservation(f"ended:{ns}/{name}", node, (zone,), {CPU: -Decimal(count)}, key=f"{ns}/{name}")

@@ -89,3 +89,13 @@ def test_cpus_of_a_pod_ended_that_its_nrt_still_counts(
     cpus(view)
     then(view)
     assert cpus(view) == [Decimal(n) for n in expected]
+
+
+def test_an_unreadable_attribute_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    view = cluster(nrt(["a", "b"], 1, 2, pod_cpus="ns/a=zero"))
+    _ended(view)
+    assert cpus(view) == [Decimal(1), Decimal(2)]
+    view.store.event("pods", "DELETED", pod("b", cpu=1))
+    cpus(view)
+    said = [r.getMessage() for r in caplog.records if r.name.endswith("credits")]
+    assert said == ["NRT n1: pod-cpus: not zone:count: 'zero'; the CPUs of its pods ended are not given back early"]

@@ -114,11 +114,12 @@ def left_out(
     attributes: Mapping[str, str], pods: Sequence[tuple[str, str, Pod]], terminating: Collection[Key] = ()
 ) -> LeftOut | None:
     """What the NRT leaves out of the pods bound to its node; None when it has no fingerprint
-    (nothing can be said). A terminating pod it leaves out is let go, not left out."""
-    held = accounted(attributes, pods, terminating=terminating)
-    if held is None:
+    (nothing can be said). A leaving pod (``terminating``: being deleted, or gone lately) it leaves
+    out is let go, not left out; when it is of no set, those are not counted as left out either.
+    An NRT exactly of no pod at all is a match (its node's pods all newer), not a mismatch."""
+    if not attributes.get(NRT_ATTR_PODS_FINGERPRINT):
         return None
+    exact = matched(attributes, pods, terminating=terminating)
     counted = [(ns, name) for ns, name, _ in counted_pods(attributes, pods)]
-    if not held:
-        return LeftOut(counted, False)
-    return LeftOut([key for key in counted if key not in held and key not in terminating], True)
+    missed = [key for key in counted if key not in terminating and (exact is None or key not in exact)]
+    return LeftOut(missed, exact is not None)

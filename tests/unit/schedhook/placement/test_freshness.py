@@ -117,6 +117,9 @@ THREE = [("ns", "a", GUARANTEED_2), ("ns", "b", GUARANTEED_2), ("ns", "c", GUARA
         pytest.param([A, C], {B}, {A, C}, [], id="a-middle-one-let-go"),
         pytest.param([C], {A, B}, {C}, [], id="two-let-go"),
         pytest.param([B, C], set(), set(), [A, B, C], id="not-terminating-no-set-matches"),
+        # Every pod of the node gone lately, the NRT of none: a match, nothing left out (it made
+        # the node look behind, then blind, and the demo's DRA pods unschedulable).
+        pytest.param([], {A, B, C}, set(), [], id="all-gone-nrt-of-none"),
     ],
 )
 def test_a_pod_being_deleted_may_be_left_out(

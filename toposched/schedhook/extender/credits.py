@@ -67,8 +67,7 @@ class Credits:
         text = attributes_of(body).get(NRT_ATTR_POD_CPUS)
         if not text:
             return ()
-        _, leaving = self.store.pods.leaving_on(node)
-        ended = leaving - self.store.pods.terminating_on(node)
+        ended = {(ns, name) for ns, name, _ in self.store.pods.gone_lately(node)}
         counted = self.accounting.counted(node) if ended else None  # the fingerprint's match only when needed
         gone = ended & counted if counted else set()
         if not gone:

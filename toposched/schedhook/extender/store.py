@@ -102,16 +102,20 @@ class BoundPods:
         on = self.on.get(node, {})
         return {(entry[0], entry[1]) for key, entry in on.items() if key in self.terminating}
 
-    def leaving_on(self, node: str) -> tuple[list[tuple[str, str, Pod]], set[tuple[str, str]]]:
-        """The node's pods as its NRT may count them: those gone lately (first) and those bound, in
-        bind order; and which of them may be counted or not (being deleted, or gone)."""
+    def gone_lately(self, node: str) -> list[tuple[str, str, Pod]]:
+        """The last ``GONE_TRIED`` pods gone from the node within ``GONE_SECONDS``, oldest first."""
         gone = self.gone.get(node, {})
         now = time.monotonic()
         for key in [key for key, (left, _) in gone.items() if now - left > GONE_SECONDS]:
             del gone[key]
         if not gone:
             self.gone.pop(node, None)
-        recent = [entry for _, entry in list(gone.values())[-GONE_TRIED:]]
+        return [entry for _, entry in list(gone.values())[-GONE_TRIED:]]
+
+    def leaving_on(self, node: str) -> tuple[list[tuple[str, str, Pod]], set[tuple[str, str]]]:
+        """The node's pods as its NRT may count them: those gone lately (first) and those bound, in
+        bind order; and which of them may be counted or not (being deleted, or gone)."""
+        recent = self.gone_lately(node)
         return [*recent, *self.on.get(node, {}).values()], {(e[0], e[1]) for e in recent} | self.terminating_on(node)
 
     def clear(self) -> None:

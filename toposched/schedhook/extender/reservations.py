@@ -65,52 +65,47 @@ class Accounting:
     def accounts(self, node: str, key: str) -> bool | None:
         """Whether the node's NRT accounts for pod ``key`` by its fingerprint; None: it has none.
         False when it is of no set of the node's pods: the pod's own reservation stays."""
-        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+        has, exact = self._exact(node)
+        if not has:
             return None
-        matched = self._match(node)
-        return matched is not None and self._named(node, key) in matched
+        return exact is not None and self._named(node, key) in exact
 
     def left_out(self, node: str, key: str) -> bool:
         """True when the fingerprint is exactly of a set of the node's pods that leaves pod ``key``
         out; False when it names the pod, or is of no set (a pod gone, the NRT behind: nothing can
         be said of any pod then), or there is none."""
-        if self.store.nrt(node) is None or not self._has_fingerprint(node):
-            return False
-        matched = self._match(node)
+        exact = self._exact(node)[1]
         named = self._named(node, key)
-        return matched is not None and named is not None and named not in matched
+        return exact is not None and named is not None and named not in exact
 
     def counted(self, node: str) -> frozenset[tuple[str, str]] | None:
         """The pods (namespace, name) the node's NRT is exactly of (gone ones too); None when it
         has no fingerprint or is of no set of them."""
-        if self.store.nrt(node) is None or not self._has_fingerprint(node):
-            return None
-        return self._match(node)
+        return self._exact(node)[1]
 
     def said(self, node: str) -> str:
         """What the fingerprint says of the node's pods, for the debug log."""
-        if self.store.nrt(node) is None or not self._has_fingerprint(node):
+        has, exact = self._exact(node)
+        if not has:
             return "no fingerprint"
-        return "fingerprint of no set of its pods" if self._match(node) is None else "fingerprint of the pods marked *"
-
-    def _has_fingerprint(self, node: str) -> bool:
-        body = self.store.nrt(node)
-        return body is not None and bool(attributes_of(body).get(NRT_ATTR_PODS_FINGERPRINT))
+        return "fingerprint of no set of its pods" if exact is None else "fingerprint of the pods marked *"
 
     def _named(self, node: str, key: str) -> tuple[str, str] | None:
         entry = self.store.pods.on.get(node, {}).get(key)  # absent: the watch has not shown the bind yet
         return None if entry is None else (entry[0], entry[1])
 
-    def _match(self, node: str) -> frozenset[tuple[str, str]] | None:
+    def _exact(self, node: str) -> tuple[bool, frozenset[tuple[str, str]] | None]:
+        """Whether the node's NRT has a fingerprint, and the pods it is exactly of (None: no set)."""
         body = self.store.nrt(node)
-        assert body is not None
+        if body is None or not attributes_of(body).get(NRT_ATTR_PODS_FINGERPRINT):
+            return False, None
         pods, leaving = self.store.pods.leaving_on(node)  # bind order
         state = (body["metadata"].get("resourceVersion"), self.store.pods.version.get(node, 0), frozenset(leaving))
         cached = self._matched.get(node)
         if cached is None or cached[0] != state:
             cached = (state, matched(attributes_of(body), pods, terminating=leaving))
             self._matched[node] = cached
-        return cached[1]
+        return True, cached[1]
 
 
 class Ledger:

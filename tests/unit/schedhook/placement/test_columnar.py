@@ -93,6 +93,21 @@ def test_a_table_followed_through_changes_answers_as_a_fresh_one(
         previous = cluster
 
 
+@settings(max_examples=100, deadline=None)
+@given(clusters())
+def test_a_row_refilled_holds_nothing_of_the_view_before(cluster: dict[str, NodeTopology]) -> None:
+    fresh, refilled = NodeTable(), NodeTable()
+    fresh.sync(cluster)
+    # Every row first holds another node's view (the rows in reverse), then its own, one at a time.
+    refilled.sync(dict(zip(cluster, reversed(cluster.values()), strict=True)))
+    for name, node in cluster.items():
+        refilled.update({**cluster, name: node}, [name])
+    assert (fresh.columns, fresh.large) == (refilled.columns, refilled.large)
+    for array in NodeTable._ARRAYS:
+        if array != "version":  # bumped once more per row refilled
+            assert getattr(fresh, array).tolist() == getattr(refilled, array).tolist(), array
+
+
 def test_rows_are_reused_and_the_table_grows() -> None:
     a = NodeTopology("a", (zone(0, 8),), "single-numa-node", "container", "static", "None")
     table = NodeTable()

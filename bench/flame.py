@@ -43,8 +43,8 @@ SHARES = {
     "socket writes": ("_SelectorSocketTransport.write",),
     "watch events": ("ObjectStore.event",),
 }
-"""Shares of the samples (a thread on a core; waiting threads are not sampled) whose stack holds one
-of the functions."""
+"""Shares of the samples whose stack holds one of the functions. Idle threads (waiting on a socket,
+a lock or a timer) are not sampled; a thread waiting for a core is, where it was preempted."""
 WIDTH, ROW = 1200, 16
 
 

@@ -545,6 +545,10 @@ def flames(results: dict[str, Any]) -> list[str]:
         "| --- | ---: |",
         *(f"| {where} | {share:.1%} |" for where, share in fl["shares"].items()),
         "",
+        "py-spy samples every thread that is not idle, on a core or waiting for one: with both cores busy,",
+        "a thread preempted inside a call (a `send()` that woke kube-scheduler, say) counts there, so these",
+        "are shares of wall time, not of CPU (docs/benchmarks.md compares them with `perf`).",
+        "",
         *(f"- {name}: [{file}]({file})" for name, file in fl["files"].items()),
         "",
     ]
